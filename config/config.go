@@ -1,0 +1,105 @@
+// Package config turns DELAYBRIDGE_* environment variables into a validated
+// Config. Every variable is read as text through envconfig and then parsed
+// here, so one run reports every problem at once, each naming the variable,
+// its value (secrets redacted) and what is allowed.
+package config
+
+import (
+	"time"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+// Prefix is the prefix of every variable.
+const Prefix = "DELAYBRIDGE"
+
+// Config is the daemon's validated configuration.
+type Config struct {
+	Redis Redis
+	AMQP  AMQP
+	Kafka Kafka
+
+	KeyPrefix string
+	Topics    []Topic
+
+	BatchSize          int
+	MaxInflightBatches int
+	Lease              time.Duration
+	MaxAttempts        int
+	RetryBackoff       time.Duration
+	RetryBackoffMax    time.Duration
+	PollInterval       time.Duration
+	ShutdownTimeout    time.Duration
+
+	HTTPAddr  string
+	LogLevel  string // debug, info, warn, error
+	LogFormat string // json, text
+
+	ReplicaID         string
+	Ownership         string // "rendezvous" or "all"
+	HeartbeatInterval time.Duration
+	HeartbeatTTL      time.Duration
+}
+
+// Redis is how to reach Redis.
+type Redis struct {
+	// URL is a redis:// or rediss:// URL (standalone).
+	URL string
+	// Addrs, when set, selects Cluster (Cluster true) or Sentinel
+	// (SentinelMaster set) mode; URL then only supplies credentials and TLS.
+	Addrs          []string
+	Cluster        bool
+	SentinelMaster string
+	Username       string
+	Password       string
+	TLS            TLS
+}
+
+// AMQP is how to reach RabbitMQ.
+type AMQP struct {
+	URL            string
+	TLS            TLS
+	MaxMessageSize int64
+}
+
+// Kafka is how to reach Kafka.
+type Kafka struct {
+	Brokers       []string
+	ClientID      string
+	Compression   string // none, gzip, snappy, lz4, zstd
+	TLS           TLS
+	SASLMechanism string // "", plain, scram-sha-256, scram-sha-512
+	SASLUsername  string
+	SASLPassword  string
+}
+
+// TLS holds file paths of a TLS client setup. Enabled is true when a CA,
+// client certificate or the URL scheme asks for TLS.
+type TLS struct {
+	Enabled            bool
+	CAFile             string
+	CertFile           string
+	KeyFile            string
+	InsecureSkipVerify bool
+}
+
+// Topic is one topic's settings.
+type Topic struct {
+	// Name is the topic's name; Var is its upper-cased form in variable names.
+	Name string
+	Var  string
+
+	Sink       string // "amqp" or "kafka"
+	Slots      int
+	Key        string
+	Format     queue.Format
+	Exchange   string
+	RoutingKey string
+	KafkaTopic string
+	KafkaKey   string // none, id, envelope
+}
+
+// Queue is the topic's Redis data model.
+func (t Topic) Queue(prefix string) queue.Topic {
+	return queue.Topic{Name: t.Name, Prefix: prefix, Slots: t.Slots, Key: t.Key, Format: t.Format}
+}

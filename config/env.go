@@ -1,0 +1,78 @@
+package config
+
+import (
+	"github.com/kelseyhightower/envconfig"
+)
+
+// env is every global variable as text, with its default. The README's
+// configuration table is checked against these tags (see README_test.go), so
+// the two cannot drift. A field tagged secret is redacted in errors and has a
+// _FILE variant (for Kubernetes secrets) that names a file holding the value.
+type env struct {
+	RedisURL            string `envconfig:"REDIS_URL" default:"redis://127.0.0.1:6379/0" secret:"true" desc:"Redis URL (redis:// or rediss://); user and password may be in it"`
+	RedisAddrs          string `envconfig:"REDIS_ADDRS" desc:"comma list of host:port for Redis Cluster or Sentinel (REDIS_URL then only gives credentials and TLS)"`
+	RedisCluster        string `envconfig:"REDIS_CLUSTER" default:"false" desc:"true: REDIS_ADDRS are Redis Cluster nodes"`
+	RedisSentinelMaster string `envconfig:"REDIS_SENTINEL_MASTER" desc:"Sentinel master name: REDIS_ADDRS are sentinels"`
+	RedisUsername       string `envconfig:"REDIS_USERNAME" desc:"Redis ACL user (overrides the URL's)"`
+	RedisPassword       string `envconfig:"REDIS_PASSWORD" secret:"true" desc:"Redis password (overrides the URL's)"`
+	RedisCAFile         string `envconfig:"REDIS_CA_FILE" desc:"PEM CA bundle to verify Redis's TLS certificate"`
+	RedisCertFile       string `envconfig:"REDIS_CERT_FILE" desc:"PEM client certificate for Redis TLS"`
+	RedisKeyFile        string `envconfig:"REDIS_KEY_FILE" desc:"PEM client key for Redis TLS"`
+	RedisTLSInsecure    string `envconfig:"REDIS_TLS_INSECURE" default:"false" desc:"true: skip verifying Redis's certificate (tests only)"`
+
+	AMQPURL            string `envconfig:"AMQP_URL" default:"amqp://guest:guest@127.0.0.1:5672/" secret:"true" desc:"RabbitMQ URL (amqp:// or amqps://)"`
+	AMQPCAFile         string `envconfig:"AMQP_CA_FILE" desc:"PEM CA bundle to verify RabbitMQ's TLS certificate"`
+	AMQPCertFile       string `envconfig:"AMQP_CERT_FILE" desc:"PEM client certificate for RabbitMQ TLS"`
+	AMQPKeyFile        string `envconfig:"AMQP_KEY_FILE" desc:"PEM client key for RabbitMQ TLS"`
+	AMQPMaxMessageSize string `envconfig:"AMQP_MAX_MESSAGE_SIZE" default:"134217728" desc:"largest body published, bytes (RabbitMQ's max_message_size); larger ones are dead-lettered"`
+
+	KafkaBrokers       string `envconfig:"KAFKA_BROKERS" default:"127.0.0.1:9092" desc:"comma list of Kafka bootstrap brokers"`
+	KafkaClientID      string `envconfig:"KAFKA_CLIENT_ID" default:"delaybridge" desc:"Kafka client id"`
+	KafkaCompression   string `envconfig:"KAFKA_COMPRESSION" default:"none" desc:"none, gzip, snappy, lz4 or zstd"`
+	KafkaTLS           string `envconfig:"KAFKA_TLS" default:"false" desc:"true: connect to Kafka with TLS"`
+	KafkaCAFile        string `envconfig:"KAFKA_CA_FILE" desc:"PEM CA bundle to verify Kafka's certificate (implies TLS)"`
+	KafkaCertFile      string `envconfig:"KAFKA_CERT_FILE" desc:"PEM client certificate for Kafka TLS"`
+	KafkaKeyFile       string `envconfig:"KAFKA_KEY_FILE" desc:"PEM client key for Kafka TLS"`
+	KafkaSASLMechanism string `envconfig:"KAFKA_SASL_MECHANISM" desc:"empty, plain, scram-sha-256 or scram-sha-512"`
+	KafkaSASLUsername  string `envconfig:"KAFKA_SASL_USERNAME" desc:"Kafka SASL user"`
+	KafkaSASLPassword  string `envconfig:"KAFKA_SASL_PASSWORD" secret:"true" desc:"Kafka SASL password"`
+
+	KeyPrefix string `envconfig:"KEY_PREFIX" default:"dq" desc:"prefix of every Redis key"`
+	Topics    string `envconfig:"TOPICS" desc:"comma list of topic names (required)"`
+
+	BatchSize          string `envconfig:"BATCH_SIZE" default:"500" desc:"most messages claimed and published per round trip (1-5000)"`
+	MaxInflightBatches string `envconfig:"MAX_INFLIGHT_BATCHES" default:"2" desc:"claimed batches per slot not yet confirmed (1-64): a slow broker slows claiming"`
+	Lease              string `envconfig:"LEASE" default:"30s" desc:"how long a claim is held before another replica may take it back"`
+	MaxAttempts        string `envconfig:"MAX_ATTEMPTS" default:"10" desc:"failed publishes before a message goes to the dead set"`
+	RetryBackoff       string `envconfig:"RETRY_BACKOFF" default:"1s" desc:"wait before the first retry; doubles each attempt"`
+	RetryBackoffMax    string `envconfig:"RETRY_BACKOFF_MAX" default:"5m" desc:"longest wait between retries"`
+	PollInterval       string `envconfig:"POLL_INTERVAL" default:"1s" desc:"longest sleep of an idle slot before it looks again"`
+	ShutdownTimeout    string `envconfig:"SHUTDOWN_TIMEOUT" default:"20s" desc:"on SIGTERM, how long in-flight batches may take before they are returned"`
+
+	HTTPAddr  string `envconfig:"HTTP_ADDR" default:":8080" desc:"listen address of /metrics, /healthz and /readyz (port 0: any free port)"`
+	LogLevel  string `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
+	LogFormat string `envconfig:"LOG_FORMAT" default:"json" desc:"json or text"`
+
+	ReplicaID         string `envconfig:"REPLICA_ID" desc:"this replica's id (default: host name and process id)"`
+	Ownership         string `envconfig:"OWNERSHIP" default:"rendezvous" desc:"rendezvous: live replicas share the slots; all: every replica scans every slot"`
+	HeartbeatInterval string `envconfig:"HEARTBEAT_INTERVAL" default:"1s" desc:"how often a replica renews its heartbeat"`
+	HeartbeatTTL      string `envconfig:"HEARTBEAT_TTL" default:"5s" desc:"how long a replica counts as live after its last heartbeat"`
+}
+
+// topicEnv is one topic's variables, DELAYBRIDGE_TOPIC_<NAME>_*.
+type topicEnv struct {
+	Sink       string `envconfig:"SINK" default:"amqp" desc:"amqp or kafka"`
+	Slots      string `envconfig:"SLOTS" default:"1" desc:"number of slots, a power of two from 1 to 1024"`
+	Key        string `envconfig:"KEY" desc:"adopt this existing ZSET as the topic's only slot"`
+	Format     string `envconfig:"FORMAT" default:"raw" desc:"raw (member = body) or envelope (JSON with id, body, headers, routing key)"`
+	Exchange   string `envconfig:"EXCHANGE" desc:"AMQP exchange (empty: the default exchange)"`
+	RoutingKey string `envconfig:"ROUTING_KEY" desc:"AMQP routing key (default: the topic name)"`
+	KafkaTopic string `envconfig:"KAFKA_TOPIC" desc:"Kafka topic (default: the topic name)"`
+	KafkaKey   string `envconfig:"KAFKA_KEY" default:"none" desc:"Kafka record key: none, id, or envelope (the envelope's routing_key)"`
+}
+
+// lookup reads the text of every variable; envconfig only fails on
+// malformed struct tags here, since every field is a string.
+func lookup(prefix string, spec any) error {
+	return envconfig.Process(prefix, spec)
+}

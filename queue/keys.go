@@ -1,0 +1,154 @@
+package queue
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash/crc32"
+	"strings"
+)
+
+// DefaultPrefix is the key prefix used when none is configured.
+const DefaultPrefix = "dq"
+
+// MaxSlots is the largest number of slots a topic may have.
+const MaxSlots = 1024
+
+// Format is how a topic's members encode a message.
+type Format string
+
+const (
+	// FormatRaw: the member is the message body, byte for byte.
+	FormatRaw Format = "raw"
+	// FormatEnvelope: the member is a JSON envelope with id, body, headers and
+	// routing key.
+	FormatEnvelope Format = "envelope"
+)
+
+// Topic names a stream of delayed messages and where its keys live.
+type Topic struct {
+	// Name is the topic's name, used in keys, metrics and message headers.
+	Name string
+	// Prefix is the key prefix; empty means DefaultPrefix.
+	Prefix string
+	// Slots is the number of slots, a power of two from 1 to MaxSlots; 0 means 1.
+	Slots int
+	// Key, when set, adopts an existing single ZSET (only with one slot): it is
+	// the scheduled set and the other keys are derived from it.
+	Key string
+	// Format is the member format; empty means FormatRaw.
+	Format Format
+}
+
+// SlotKeys are the Redis keys of one topic×slot. They share one hash tag.
+type SlotKeys struct {
+	Scheduled  string // ZSET member → due time (ms)
+	Inflight   string // ZSET member → lease deadline (ms)
+	Due        string // HASH member → original due time while claimed or retrying
+	Attempts   string // HASH member → failed publish attempts
+	Dead       string // ZSET member → time of death (ms)
+	DeadReason string // HASH member → last error text
+	IDs        string // HASH id → member (envelope topics)
+}
+
+// Validate reports whether the topic can be used.
+func (t Topic) Validate() error {
+	if t.Name == "" {
+		return fmt.Errorf("topic name is empty")
+	}
+	n := t.slots()
+	if n < 1 || n > MaxSlots || n&(n-1) != 0 {
+		return fmt.Errorf("topic %s: slots %d is not a power of two from 1 to %d", t.Name, t.Slots, MaxSlots)
+	}
+	if t.Key != "" && n != 1 {
+		return fmt.Errorf("topic %s: an adopted key needs exactly one slot, not %d", t.Name, n)
+	}
+	switch t.Format {
+	case "", FormatRaw, FormatEnvelope:
+	default:
+		return fmt.Errorf("topic %s: unknown format %q", t.Name, t.Format)
+	}
+	return nil
+}
+
+func (t Topic) slots() int {
+	if t.Slots == 0 {
+		return 1
+	}
+	return t.Slots
+}
+
+// SlotCount is the number of slots of the topic (at least 1).
+func (t Topic) SlotCount() int { return t.slots() }
+
+func (t Topic) prefix() string {
+	if t.Prefix == "" {
+		return DefaultPrefix
+	}
+	return t.Prefix
+}
+
+// Keys returns the keys of one slot. For slot s of topic "orders" with prefix
+// "dq" the scheduled set is "dq:{orders:s}"; for an adopted key K it is K and
+// the others are "{K}:inflight", … (K itself when it already has a hash tag).
+func (t Topic) Keys(slot int) SlotKeys {
+	var base, sched string
+	if t.Key != "" {
+		sched = t.Key
+		if hasHashTag(t.Key) {
+			base = t.Key
+		} else {
+			base = "{" + t.Key + "}"
+		}
+	} else {
+		base = fmt.Sprintf("%s:{%s:%d}", t.prefix(), t.Name, slot)
+		sched = base
+	}
+	return SlotKeys{
+		Scheduled:  sched,
+		Inflight:   base + ":inflight",
+		Due:        base + ":due",
+		Attempts:   base + ":attempts",
+		Dead:       base + ":dead",
+		DeadReason: base + ":dead:reason",
+		IDs:        base + ":ids",
+	}
+}
+
+// hasHashTag reports whether Redis Cluster would hash only part of key: it has
+// a '{' followed later by a '}' with at least one byte between them.
+func hasHashTag(key string) bool {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return false
+	}
+	close := strings.IndexByte(key[open+1:], '}')
+	return close > 0
+}
+
+// ReplicasKey is the ZSET of live replicas (id → heartbeat deadline, ms).
+func ReplicasKey(prefix string) string {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return prefix + ":replicas"
+}
+
+// Slot returns the slot of a member: CRC32-IEEE(member) & (slots-1). Any
+// producer, in any language, can compute the same.
+func Slot(member []byte, slots int) int {
+	if slots <= 1 {
+		return 0
+	}
+	return int(crc32.ChecksumIEEE(member) & uint32(slots-1))
+}
+
+// SlotOf returns the slot of a member of t.
+func (t Topic) SlotOf(member []byte) int { return Slot(member, t.slots()) }
+
+// MessageID is the stable id of a raw member: the hex of the first 16 bytes of
+// its SHA-256. Every delivery of the same member carries the same id.
+func MessageID(member []byte) string {
+	sum := sha256.Sum256(member)
+	return hex.EncodeToString(sum[:16])
+}

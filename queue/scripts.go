@@ -1,0 +1,225 @@
+package queue
+
+import "github.com/redis/go-redis/v9"
+
+// The scripts below each touch the keys of one topic×slot (one hash tag).
+// Every one reads "now" from Redis's TIME, in whole milliseconds rounded down:
+// a score s is due when s <= now, so an integer score is never claimed before
+// its millisecond has begun and a fractional one never before its instant.
+//
+// Scores travel as strings: Redis turns Lua numbers into integers on return,
+// which would cut fractional due times.
+
+// nowLua sets the local "now" (ms, integer-valued float) from TIME.
+const nowLua = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`
+
+// claimScript moves due members to the in-flight set.
+//
+// KEYS[1] -> scheduled ZSET
+// KEYS[2] -> inflight ZSET
+// KEYS[3] -> due HASH
+// KEYS[4] -> attempts HASH
+// KEYS[5] -> dead ZSET
+// KEYS[6] -> dead reason HASH
+// ARGV[1] -> most members to claim
+// ARGV[2] -> lease, ms
+//
+// Returns {now, next, m1, due1, attempts1, m2, …}: now is Redis's time (ms),
+// next is the lowest score left in the scheduled set ("" when empty), due is
+// the original due time (kept from the first claim through retries and
+// reaps), attempts the failed attempts so far. A score of -inf can never be
+// honoured: such a member goes to the dead set instead.
+var claimScript = redis.NewScript(nowLua + `
+local limit = tonumber(ARGV[1])
+local deadline = now + tonumber(ARGV[2])
+local items = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now), 'WITHSCORES', 'LIMIT', 0, limit)
+local out = {string.format('%.0f', now), ''}
+local n = #items / 2
+if n > 0 then
+  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, n - 1)
+  local lease = {}
+  for i = 1, #items, 2 do
+    local m, s = items[i], items[i + 1]
+    if s == '-inf' then
+      redis.call('ZADD', KEYS[5], now, m)
+      redis.call('HSET', KEYS[6], m, 'due time -inf can never be honoured')
+      redis.call('HDEL', KEYS[3], m)
+      redis.call('HDEL', KEYS[4], m)
+    else
+      lease[#lease + 1] = deadline
+      lease[#lease + 1] = m
+      if redis.call('HSETNX', KEYS[3], m, s) == 0 then
+        s = redis.call('HGET', KEYS[3], m)
+      end
+      out[#out + 1] = m
+      out[#out + 1] = s
+      out[#out + 1] = redis.call('HGET', KEYS[4], m) or '0'
+    end
+    if #lease >= 256 then
+      redis.call('ZADD', KEYS[2], unpack(lease))
+      lease = {}
+    end
+  end
+  if #lease > 0 then
+    redis.call('ZADD', KEYS[2], unpack(lease))
+  end
+end
+local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if nxt[2] then out[2] = nxt[2] end
+return out
+`)
+
+// ackScript forgets members the broker confirmed.
+//
+// KEYS[1] -> inflight ZSET
+// KEYS[2] -> due HASH
+// KEYS[3] -> attempts HASH
+// ARGV    -> members
+//
+// Returns how many were still in flight. A member no longer in flight (its
+// lease expired and it was reaped) is left alone.
+var ackScript = redis.NewScript(`
+local n = 0
+for i = 1, #ARGV do
+  if redis.call('ZREM', KEYS[1], ARGV[i]) == 1 then
+    redis.call('HDEL', KEYS[2], ARGV[i])
+    redis.call('HDEL', KEYS[3], ARGV[i])
+    n = n + 1
+  end
+end
+return n
+`)
+
+// retryScript records a failed publish of one member.
+//
+// KEYS[1] -> scheduled ZSET
+// KEYS[2] -> inflight ZSET
+// KEYS[3] -> due HASH
+// KEYS[4] -> attempts HASH
+// KEYS[5] -> dead ZSET
+// KEYS[6] -> dead reason HASH
+// ARGV[1] -> member
+// ARGV[2] -> back-off before the next attempt, ms
+// ARGV[3] -> max attempts
+// ARGV[4] -> "1" when the failure is permanent (dead-letter at once)
+// ARGV[5] -> error text
+//
+// Returns -1 when the member is not in flight (someone else handled it: no
+// change), 0 when it was dead-lettered, else the attempts so far. A member the
+// producer rescheduled meanwhile keeps the producer's score.
+var retryScript = redis.NewScript(nowLua + `
+local m = ARGV[1]
+if not redis.call('ZSCORE', KEYS[2], m) then return -1 end
+redis.call('ZREM', KEYS[2], m)
+local n = redis.call('HINCRBY', KEYS[4], m, 1)
+if ARGV[4] == '1' or n >= tonumber(ARGV[3]) then
+  redis.call('ZADD', KEYS[5], now, m)
+  redis.call('HSET', KEYS[6], m, ARGV[5])
+  redis.call('HDEL', KEYS[3], m)
+  redis.call('HDEL', KEYS[4], m)
+  return 0
+end
+redis.call('ZADD', KEYS[1], 'NX', now + tonumber(ARGV[2]), m)
+return n
+`)
+
+// releaseScript returns claimed members without counting an attempt (the sink
+// lost its connection, or the daemon is shutting down).
+//
+// KEYS[1] -> scheduled ZSET
+// KEYS[2] -> inflight ZSET
+// KEYS[3] -> due HASH
+// ARGV    -> members
+//
+// Each goes back at its original due time, so slot order is kept. Returns how
+// many were still in flight.
+var releaseScript = redis.NewScript(nowLua + `
+local n = 0
+for i = 1, #ARGV do
+  local m = ARGV[i]
+  if redis.call('ZREM', KEYS[2], m) == 1 then
+    local due = redis.call('HGET', KEYS[3], m) or string.format('%.0f', now)
+    redis.call('ZADD', KEYS[1], 'NX', due, m)
+    n = n + 1
+  end
+end
+return n
+`)
+
+// reapScript returns expired leases and sweeps stale records.
+//
+// KEYS[1] -> scheduled ZSET
+// KEYS[2] -> inflight ZSET
+// KEYS[3] -> due HASH
+// KEYS[4] -> attempts HASH
+// KEYS[5] -> dead ZSET
+// KEYS[6] -> dead reason HASH
+// ARGV[1] -> most members to reap
+// ARGV[2] -> HSCAN cursor over the due HASH ("0" starts a sweep)
+//
+// Members whose lease passed go back to scheduled at their original due time
+// (so they are due at once and keep their order), unless the producer
+// rescheduled them meanwhile. The sweep drops :due/:attempts records of
+// members that are in neither set (cancelled while waiting to retry). A score
+// of +inf can never fall due: such members go to the dead set.
+//
+// Returns {reaped, next cursor, swept, dead}.
+var reapScript = redis.NewScript(nowLua + `
+local limit = tonumber(ARGV[1])
+local nowstr = string.format('%.0f', now)
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', nowstr, 'LIMIT', 0, limit)
+for _, m in ipairs(expired) do
+  redis.call('ZREM', KEYS[2], m)
+  local due = redis.call('HGET', KEYS[3], m) or nowstr
+  redis.call('ZADD', KEYS[1], 'NX', due, m)
+end
+local scan = redis.call('HSCAN', KEYS[3], ARGV[2], 'COUNT', limit)
+local swept = 0
+local fields = scan[2]
+for i = 1, #fields, 2 do
+  local m = fields[i]
+  if not redis.call('ZSCORE', KEYS[2], m) and not redis.call('ZSCORE', KEYS[1], m) then
+    redis.call('HDEL', KEYS[3], m)
+    redis.call('HDEL', KEYS[4], m)
+    swept = swept + 1
+  end
+end
+local inf = redis.call('ZRANGEBYSCORE', KEYS[1], '+inf', '+inf', 'LIMIT', 0, limit)
+for _, m in ipairs(inf) do
+  redis.call('ZREM', KEYS[1], m)
+  redis.call('ZADD', KEYS[5], now, m)
+  redis.call('HSET', KEYS[6], m, 'due time +inf can never be honoured')
+  redis.call('HDEL', KEYS[3], m)
+  redis.call('HDEL', KEYS[4], m)
+end
+return {#expired, scan[1], swept, #inf}
+`)
+
+// statsScript reads the backlog of one slot.
+//
+// KEYS[1] -> scheduled ZSET
+// KEYS[2] -> inflight ZSET
+// KEYS[3] -> dead ZSET
+//
+// Returns {now, scheduled, overdue, inflight, dead, next due or "", oldest
+// overdue or ""}.
+var statsScript = redis.NewScript(nowLua + `
+local nowstr = string.format('%.0f', now)
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local overdue = redis.call('ZCOUNT', KEYS[1], '-inf', nowstr)
+local nxt = ''
+local oldest = ''
+if first[2] then
+  if overdue > 0 then
+    oldest = first[2]
+    local up = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. nowstr, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    if up[2] then nxt = up[2] end
+  else
+    nxt = first[2]
+  end
+end
+return {nowstr, redis.call('ZCARD', KEYS[1]), overdue, redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3]), nxt, oldest}
+`)

@@ -1,0 +1,150 @@
+// Package sinks defines how delaybridge hands due messages to a broker: the
+// Sink interface, the Message it publishes and the errors that tell the
+// forwarder what to do with a message that was not confirmed.
+//
+// Adapters live in sub-packages named after their broker (sinks/amqp,
+// sinks/kafka). They import this package, never the forwarder.
+package sinks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Header names every delivery carries (AMQP headers, Kafka record headers).
+const (
+	HeaderID      = "x-delaybridge-id"      // the message id (Kafka; AMQP uses MessageId too)
+	HeaderTopic   = "x-delaybridge-topic"   // the delaybridge topic
+	HeaderDue     = "x-delaybridge-due"     // due time, Unix ms (int64)
+	HeaderAttempt = "x-delaybridge-attempt" // 1-based attempt number
+)
+
+// Message is one due message to publish.
+type Message struct {
+	// ID is stable across every delivery of the message, so consumers can
+	// deduplicate: the hex of the first 16 bytes of SHA-256 of the member, or
+	// an envelope's id.
+	ID string
+	// Topic is the delaybridge topic the message was scheduled in.
+	Topic string
+	// Body is the payload.
+	Body []byte
+	// Due is the time the producer asked for.
+	Due time.Time
+	// Attempt is the 1-based number of this publish attempt.
+	Attempt int
+	// Headers are extra headers from an envelope (nil for raw members).
+	Headers map[string]string
+	// RoutingKey overrides the sink's routing key (AMQP) when set.
+	RoutingKey string
+	// Key is the record key (Kafka); nil for none.
+	Key []byte
+}
+
+// DueMillis is Due in Unix milliseconds, the value of HeaderDue.
+func (m Message) DueMillis() int64 { return m.Due.UnixMilli() }
+
+// DueHeader is HeaderDue's value as text.
+func (m Message) DueHeader() string { return strconv.FormatInt(m.DueMillis(), 10) }
+
+// Sink publishes messages to a broker.
+//
+// Publish returns after the broker confirmed every message of the batch or
+// failed them: nil means every message was confirmed (RabbitMQ publisher
+// confirm, Kafka acks from all in-sync replicas). A *BatchError says which
+// messages failed and why; the rest were confirmed. Any other error means no
+// message of the batch was confirmed.
+//
+// Errors that wrap ErrNotConnected are not the message's fault (the
+// connection dropped or is down): the forwarder returns such messages without
+// counting an attempt. Errors that wrap ErrPermanent can never succeed (too
+// large, refused as invalid): the forwarder dead-letters those at once. Any
+// other error is the broker's answer about the message (nack, return,
+// rejection) and counts as an attempt.
+//
+// When ctx ends before the confirms arrive, Publish returns an error wrapping
+// ctx.Err(); the messages may have been published (at-least-once).
+//
+// Publish must be safe for concurrent use and publish the messages of one
+// call in order. After Close, Publish returns ErrClosed.
+type Sink interface {
+	Publish(ctx context.Context, msgs []Message) error
+	Close() error
+}
+
+// Pinger is implemented by sinks that can tell, cheaply, whether they are
+// connected. The forwarder claims nothing while Ping fails, and /readyz
+// reports it.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+var (
+	// ErrPermanent marks failures that no retry can fix.
+	ErrPermanent = errors.New("permanent failure")
+	// ErrNotConnected marks failures caused by the connection, not the message.
+	ErrNotConnected = errors.New("sink not connected")
+	// ErrClosed is returned by Publish after Close.
+	ErrClosed = errors.New("sink closed")
+)
+
+// Permanent marks err as permanent.
+func Permanent(err error) error { return fmt.Errorf("%w: %w", ErrPermanent, err) }
+
+// NotConnected marks err as a connection failure.
+func NotConnected(err error) error { return fmt.Errorf("%w: %w", ErrNotConnected, err) }
+
+// BatchError is a partial failure of Publish: Errs has one entry per message
+// of the batch, nil for the confirmed ones.
+type BatchError struct {
+	Errs []error
+}
+
+// Failed is how many messages failed.
+func (e *BatchError) Failed() int {
+	n := 0
+	for _, err := range e.Errs {
+		if err != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func (e *BatchError) Error() string {
+	var first error
+	for _, err := range e.Errs {
+		if err != nil {
+			first = err
+			break
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d messages failed", e.Failed(), len(e.Errs))
+	if first != nil {
+		fmt.Fprintf(&b, ", first: %v", first)
+	}
+	return b.String()
+}
+
+// Results expands the error of Publish for a batch of n messages into one
+// error per message (nil: confirmed).
+func Results(err error, n int) []error {
+	out := make([]error, n)
+	if err == nil {
+		return out
+	}
+	var be *BatchError
+	if errors.As(err, &be) && len(be.Errs) == n {
+		copy(out, be.Errs)
+		return out
+	}
+	for i := range out {
+		out[i] = err
+	}
+	return out
+}
