@@ -1,0 +1,256 @@
+// Package forwarder moves due messages from Redis to the sinks: one scanner
+// per owned topic×slot claims batches, publishes them, and acks the confirmed
+// ones, retries or dead-letters the failed ones; a reaper returns expired
+// leases; ownership shares the slots among live replicas.
+//
+// It guarantees that a claimed message is either confirmed and acked, put
+// back for another attempt, dead-lettered with a reason, or left in flight
+// for the reaper (when Redis is unreachable or the process dies): never
+// forgotten. On shutdown it stops claiming, lets in-flight batches finish
+// within the shutdown timeout and returns the rest.
+package forwarder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/sinks"
+)
+
+// Topic is one topic with its sink.
+type Topic struct {
+	queue.Topic
+	Sink sinks.Sink
+}
+
+// Options configure a Forwarder. Zero values take the documented defaults.
+type Options struct {
+	Queue  *queue.Queue
+	Topics []Topic
+	// KeyPrefix holds the replica set, <prefix>:replicas (default "dq").
+	KeyPrefix string
+
+	// BatchSize is the most messages claimed per round trip (default 500).
+	BatchSize int
+	// MaxInflightBatches is how many claimed batches per slot may wait for
+	// confirms (default 2): a slow broker slows claiming.
+	MaxInflightBatches int
+	// Lease is how long a claim holds before the reaper returns it (default 30s).
+	Lease time.Duration
+	// MaxAttempts is how many failed publishes dead-letter a message (default 10).
+	MaxAttempts int
+	// RetryBackoff is the wait before the first retry, doubled per attempt up
+	// to RetryBackoffMax (defaults 1s and 5m).
+	RetryBackoff, RetryBackoffMax time.Duration
+	// PollInterval is the longest an idle slot sleeps (default 1s).
+	PollInterval time.Duration
+	// ShutdownTimeout bounds how long in-flight batches may take once the
+	// context ends (default 20s); what is left is returned to Redis.
+	ShutdownTimeout time.Duration
+
+	// ReplicaID identifies this replica in the heartbeat set.
+	ReplicaID string
+	// AllSlots makes this replica scan every slot (no ownership).
+	AllSlots bool
+	// HeartbeatInterval and HeartbeatTTL drive ownership (defaults 1s, 5s).
+	HeartbeatInterval, HeartbeatTTL time.Duration
+	// BacklogInterval is how often backlog gauges are refreshed (default 10s).
+	BacklogInterval time.Duration
+
+	Metrics *Metrics
+	Log     *slog.Logger
+}
+
+func (o *Options) defaults() error {
+	if o.Queue == nil {
+		return errors.New("forwarder: no queue")
+	}
+	if len(o.Topics) == 0 {
+		return errors.New("forwarder: no topics")
+	}
+	for _, t := range o.Topics {
+		if t.Sink == nil {
+			return fmt.Errorf("forwarder: topic %s has no sink", t.Name)
+		}
+		if err := t.Validate(); err != nil {
+			return fmt.Errorf("forwarder: %w", err)
+		}
+	}
+	setInt := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	setDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	setInt(&o.BatchSize, 500)
+	setInt(&o.MaxInflightBatches, 2)
+	setInt(&o.MaxAttempts, 10)
+	setDur(&o.Lease, 30*time.Second)
+	setDur(&o.RetryBackoff, time.Second)
+	setDur(&o.RetryBackoffMax, 5*time.Minute)
+	setDur(&o.PollInterval, time.Second)
+	setDur(&o.ShutdownTimeout, 20*time.Second)
+	setDur(&o.HeartbeatInterval, time.Second)
+	setDur(&o.HeartbeatTTL, 5*time.Second)
+	setDur(&o.BacklogInterval, 10*time.Second)
+	if o.KeyPrefix == "" {
+		o.KeyPrefix = queue.DefaultPrefix
+	}
+	if o.ReplicaID == "" {
+		o.ReplicaID = "delaybridge"
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return nil
+}
+
+// Forwarder runs the scanners, the reaper and ownership of one replica.
+type Forwarder struct {
+	opt   Options
+	q     *queue.Queue
+	m     *Metrics
+	log   *slog.Logger
+	wakes *wakeups
+
+	mu       sync.Mutex
+	owned    map[slotKey]*running
+	scanners sync.WaitGroup // every started scanner, until it drained
+}
+
+// slotKey names one topic×slot.
+type slotKey struct {
+	topic int // index into Options.Topics
+	slot  int
+}
+
+// running is a started scanner.
+type running struct {
+	cancel context.CancelFunc
+	wake   chan struct{}
+}
+
+// New checks the options and returns a Forwarder ready to Run.
+func New(opt Options) (*Forwarder, error) {
+	if err := opt.defaults(); err != nil {
+		return nil, err
+	}
+	m := opt.Metrics
+	if m == nil {
+		return nil, errors.New("forwarder: no metrics")
+	}
+	return &Forwarder{
+		opt:   opt,
+		q:     opt.Queue,
+		m:     m,
+		log:   opt.Log,
+		wakes: newWakeups(),
+		owned: map[slotKey]*running{},
+	}, nil
+}
+
+// Run forwards until ctx ends, then shuts down: scanners stop claiming,
+// in-flight batches get ShutdownTimeout to finish and the rest is returned.
+// It returns nil after a clean shutdown.
+func (f *Forwarder) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	bg, stopBG := context.WithCancel(ctx)
+	defer stopBG()
+
+	run := func(fn func(context.Context)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(bg)
+		}()
+	}
+	run(f.listenWake)
+	run(f.reapLoop)
+	run(f.backlogLoop)
+	if f.opt.AllSlots {
+		all := map[slotKey]bool{}
+		for ti, t := range f.opt.Topics {
+			for s := 0; s < t.SlotCount(); s++ {
+				all[slotKey{ti, s}] = true
+			}
+		}
+		f.setOwnedAsync(ctx, all)
+		<-ctx.Done()
+	} else {
+		f.ownershipLoop(ctx)
+	}
+	var err error
+	if !f.opt.AllSlots {
+		err = f.leave() // the others take the slots over while we drain
+	}
+	f.setOwnedAsync(ctx, nil)
+	f.scanners.Wait() // each drains within ShutdownTimeout
+	stopBG()
+	wg.Wait()
+	return err
+}
+
+// setOwnedAsync starts scanners for newly owned slots and stops those no
+// longer owned without waiting for them to drain (Run waits at the end).
+func (f *Forwarder) setOwnedAsync(ctx context.Context, want map[slotKey]bool) {
+	f.mu.Lock()
+	for k, r := range f.owned {
+		if !want[k] {
+			r.cancel()
+			delete(f.owned, k)
+			f.wakes.remove(k)
+		}
+	}
+	for k := range want {
+		if _, ok := f.owned[k]; ok || ctx.Err() != nil {
+			continue
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		r := &running{cancel: cancel, wake: make(chan struct{}, 1)}
+		f.owned[k] = r
+		f.wakes.add(k, r.wake)
+		s := f.newScanner(k, r.wake)
+		f.scanners.Add(1)
+		go func() {
+			defer f.scanners.Done()
+			s.run(sctx)
+		}()
+	}
+	counts := make([]int, len(f.opt.Topics))
+	for k := range f.owned {
+		counts[k.topic]++
+	}
+	f.mu.Unlock()
+	for i, t := range f.opt.Topics {
+		f.m.Owned.WithLabelValues(t.Name).Set(float64(counts[i]))
+	}
+}
+
+// ownedSlots is a snapshot of the slots scanned now.
+func (f *Forwarder) ownedSlots() []slotKey {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]slotKey, 0, len(f.owned))
+	for k := range f.owned {
+		out = append(out, k)
+	}
+	return out
+}
+
+// backoff is the wait before attempt n+1 after n failed attempts.
+func (f *Forwarder) backoff(failed int) time.Duration {
+	d := f.opt.RetryBackoff
+	for i := 1; i < failed && d < f.opt.RetryBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, f.opt.RetryBackoffMax)
+}

@@ -1,0 +1,257 @@
+package forwarder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/sinks"
+)
+
+func TestDeliversEveryMessageInScoreOrderNeverEarly(t *testing.T) {
+	t.Parallel()
+	q, prefix := testRedis(t)
+	sink := newRecordSink()
+	topic := queue.Topic{Name: "orders", Prefix: prefix, Slots: 1}
+	ctx := context.Background()
+	base := time.Now().Add(300 * time.Millisecond)
+	const n = 300
+	for i := range n {
+		due := base.Add(time.Duration(i*3) * time.Millisecond)
+		if err := q.Schedule(ctx, topic, fmt.Appendf(nil, "m%04d", i), due); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, AllSlots: true, BatchSize: 64, PollInterval: 50 * time.Millisecond})
+	eventually(t, 20*time.Second, "all published", func() bool { return len(sink.published()) == n })
+	got := sink.published()
+	for i, p := range got {
+		if want := fmt.Sprintf("m%04d", i); string(p.msg.Body) != want {
+			t.Fatalf("message %d is %q, want %q (score order)", i, p.msg.Body, want)
+		}
+		if p.at.Before(p.msg.Due) {
+			t.Errorf("message %s published %s before its due time", p.msg.Body, p.msg.Due.Sub(p.at))
+		}
+		if p.msg.Attempt != 1 || p.msg.ID != queue.MessageID(p.msg.Body) || p.msg.Topic != "orders" {
+			t.Errorf("message %s: attempt %d, id %s, topic %s", p.msg.Body, p.msg.Attempt, p.msg.ID, p.msg.Topic)
+		}
+	}
+	eventually(t, 10*time.Second, "redis empty after acks", func() bool { return len(keysLeft(t, q, prefix)) == 0 })
+}
+
+func TestBrokerRefusalsRetryWithBackoffThenDeadLetterWithReason(t *testing.T) {
+	t.Parallel()
+	q, prefix := testRedis(t)
+	sink := newRecordSink()
+	sink.fail = func(m sinks.Message) error { return fmt.Errorf("unroutable: 312 NO_ROUTE") }
+	topic := queue.Topic{Name: "t", Prefix: prefix}
+	ctx := context.Background()
+	if err := q.Schedule(ctx, topic, []byte("poison"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, AllSlots: true,
+		MaxAttempts: 3, RetryBackoff: 20 * time.Millisecond, PollInterval: 20 * time.Millisecond})
+	k := topic.Keys(0)
+	eventually(t, 15*time.Second, "dead-lettered", func() bool {
+		n, _ := q.Client().ZCard(ctx, k.Dead).Result()
+		return n == 1
+	})
+	reason, err := q.Client().HGet(ctx, k.DeadReason, "poison").Result()
+	if err != nil || reason != "unroutable: 312 NO_ROUTE" {
+		t.Errorf("dead reason = %q, %v", reason, err)
+	}
+	sink.mu.Lock()
+	calls := sink.calls
+	sink.mu.Unlock()
+	if calls != 3 {
+		t.Errorf("published %d times, want 3 attempts", calls)
+	}
+	for _, key := range []string{k.Scheduled, k.Inflight} {
+		if n, _ := q.Client().ZCard(ctx, key).Result(); n != 0 {
+			t.Errorf("%s holds %d members", key, n)
+		}
+	}
+	if n, _ := q.Client().HLen(ctx, k.Attempts).Result(); n != 0 {
+		t.Errorf("attempts record kept after dead-lettering")
+	}
+}
+
+func TestPermanentFailureDeadLettersAtOnceAndOthersFlow(t *testing.T) {
+	t.Parallel()
+	q, prefix := testRedis(t)
+	sink := newRecordSink()
+	sink.fail = func(m sinks.Message) error {
+		if string(m.Body) == "huge" {
+			return sinks.Permanent(errors.New("message of 9 bytes exceeds max 8"))
+		}
+		return nil
+	}
+	topic := queue.Topic{Name: "t", Prefix: prefix}
+	ctx := context.Background()
+	now := time.Now()
+	for i, m := range []string{"a", "huge", "b"} {
+		if err := q.Schedule(ctx, topic, []byte(m), now.Add(time.Duration(i)*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, AllSlots: true, MaxAttempts: 10, PollInterval: 20 * time.Millisecond})
+	eventually(t, 10*time.Second, "a and b published", func() bool { return len(sink.published()) == 2 })
+	k := topic.Keys(0)
+	eventually(t, 10*time.Second, "huge dead-lettered", func() bool {
+		r, _ := q.Client().HGet(ctx, k.DeadReason, "huge").Result()
+		return r != ""
+	})
+	if r, _ := q.Client().HGet(ctx, k.DeadReason, "huge").Result(); r != "permanent failure: message of 9 bytes exceeds max 8" {
+		t.Errorf("reason %q", r)
+	}
+}
+
+func TestConnectionLossUsesNoAttemptAndClaimsNothingUntilReconnected(t *testing.T) {
+	t.Parallel()
+	q, prefix := testRedis(t)
+	sink := newRecordSink()
+	sink.connected = false
+	topic := queue.Topic{Name: "t", Prefix: prefix}
+	ctx := context.Background()
+	if err := q.Schedule(ctx, topic, []byte("m"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, AllSlots: true, MaxAttempts: 1, PollInterval: 20 * time.Millisecond})
+	time.Sleep(500 * time.Millisecond)
+	k := topic.Keys(0)
+	if n, _ := q.Client().ZCard(ctx, k.Inflight).Result(); n != 0 {
+		t.Errorf("claimed %d while the sink was down", n)
+	}
+	// Connected again but the first publish loses the connection: still no attempt used.
+	sink.set(func(s *recordSink) {
+		s.connected = true
+		first := true
+		s.fail = func(sinks.Message) error {
+			if first {
+				first = false
+				return sinks.NotConnected(errors.New("connection reset"))
+			}
+			return nil
+		}
+	})
+	eventually(t, 10*time.Second, "published after reconnect", func() bool { return len(sink.published()) == 1 })
+	if p := sink.published()[0]; p.msg.Attempt != 1 {
+		t.Errorf("attempt %d after a connection loss, want 1", p.msg.Attempt)
+	}
+	if n, _ := q.Client().ZCard(ctx, k.Dead).Result(); n != 0 {
+		t.Errorf("a connection loss dead-lettered %d (MaxAttempts=1)", n)
+	}
+}
+
+func TestShutdownReturnsUnconfirmedMessagesWithinTimeout(t *testing.T) {
+	t.Parallel()
+	q, prefix := testRedis(t)
+	sink := newRecordSink()
+	sink.block = true
+	topic := queue.Topic{Name: "t", Prefix: prefix}
+	ctx := context.Background()
+	due := time.Now()
+	if err := q.Schedule(ctx, topic, []byte("m"), due); err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, AllSlots: true,
+		ShutdownTimeout: 300 * time.Millisecond, PollInterval: 20 * time.Millisecond})
+	k := topic.Keys(0)
+	eventually(t, 10*time.Second, "claimed", func() bool {
+		n, _ := q.Client().ZCard(ctx, k.Inflight).Result()
+		return n == 1
+	})
+	began := time.Now()
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("shutdown took %s with a 300ms timeout", took)
+	}
+	if n, _ := q.Client().ZCard(ctx, k.Inflight).Result(); n != 0 {
+		t.Errorf("%d left in flight after shutdown", n)
+	}
+	score, err := q.Client().ZScore(ctx, k.Scheduled, "m").Result()
+	if err != nil {
+		t.Fatalf("message not back in the scheduled set: %v", err)
+	}
+	if want := float64(due.UnixMilli()); score > want+1 {
+		t.Errorf("returned with score %f, want its due time %f", score, want)
+	}
+}
+
+func TestReaperReturnsLeaseOfDeadClaimer(t *testing.T) {
+	t.Parallel()
+	q, prefix := testRedis(t)
+	topic := queue.Topic{Name: "t", Prefix: prefix}
+	ctx := context.Background()
+	if err := q.Schedule(ctx, topic, []byte("orphan"), time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// A replica that dies right after claiming.
+	c, err := q.Claim(ctx, topic, 0, 10, 200*time.Millisecond)
+	if err != nil || len(c.Messages) != 1 {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	sink := newRecordSink()
+	start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, AllSlots: true, Lease: 200 * time.Millisecond, PollInterval: 20 * time.Millisecond})
+	eventually(t, 10*time.Second, "reaped and published", func() bool { return len(sink.published()) == 1 })
+	if p := sink.published()[0]; p.msg.Due.UnixMilli() != c.Messages[0].DueTime().UnixMilli() {
+		t.Errorf("due after reap %s, want the original %s", p.msg.Due, c.Messages[0].DueTime())
+	}
+}
+
+func TestWakeUpDeliversEarlierMessageBeforePollInterval(t *testing.T) {
+	t.Parallel()
+	q, prefix := testRedis(t)
+	sink := newRecordSink()
+	topic := queue.Topic{Name: "t", Prefix: prefix}
+	start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, AllSlots: true, PollInterval: time.Hour})
+	time.Sleep(300 * time.Millisecond) // the scanner is asleep for an hour now
+	ctx := context.Background()
+	due := time.Now().Add(100 * time.Millisecond)
+	if err := q.Schedule(ctx, topic, []byte("soon"), due); err != nil {
+		t.Fatal(err)
+	}
+	score, _ := queue.Score(due)
+	if err := q.Client().Publish(ctx, WakeChannel(prefix), fmt.Sprintf("t\n0\n%.0f", score)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "woken and published", func() bool { return len(sink.published()) == 1 })
+}
+
+func TestOwnershipSharesSlotsFairlyAndMovesOnlyANewReplicasShare(t *testing.T) {
+	three := []string{"a", "b", "c"}
+	count := map[string]int{}
+	before := map[int]string{}
+	for s := range 64 {
+		o := Owner(three, "orders", s)
+		count[o]++
+		before[s] = o
+	}
+	for _, r := range three {
+		if count[r] < 14 || count[r] > 30 {
+			t.Errorf("replica %s owns %d of 64 slots", r, count[r])
+		}
+	}
+	four := append(three, "d")
+	moved := 0
+	for s := range 64 {
+		o := Owner(four, "orders", s)
+		if o != before[s] {
+			moved++
+			if o != "d" {
+				t.Errorf("slot %d moved from %s to %s, not to the new replica", s, before[s], o)
+			}
+		}
+	}
+	if moved == 0 || moved > 30 {
+		t.Errorf("%d slots moved to the fourth replica", moved)
+	}
+	if Owner(nil, "orders", 0) != "" {
+		t.Error("owner among no replicas")
+	}
+}

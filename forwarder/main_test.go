@@ -1,0 +1,190 @@
+package forwarder
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/sinks"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// testRedis connects to the real Redis of DELAYBRIDGE_TEST_REDIS_URL and
+// returns a unique key prefix whose keys are deleted after the test.
+func testRedis(t *testing.T) (*queue.Queue, string) {
+	t.Helper()
+	url := os.Getenv("DELAYBRIDGE_TEST_REDIS_URL")
+	if url == "" {
+		url = "redis://127.0.0.1:6379/0"
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatalf("parse %s: %v", url, err)
+	}
+	rdb := redis.NewClient(opt)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatalf("redis at %s is required for this test: %v", url, err)
+	}
+	b := make([]byte, 4)
+	rand.Read(b)
+	prefix := "test-" + strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()) + "-" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			rdb.Del(ctx, iter.Val())
+		}
+		rdb.Close()
+	})
+	return queue.New(rdb), prefix
+}
+
+// published is one message a recordSink confirmed, with the local time.
+type published struct {
+	msg sinks.Message
+	at  time.Time
+}
+
+// recordSink is a sink under the test's control: it confirms by default and
+// fails as fail says. It exercises the forwarder's decisions; the real
+// brokers are exercised by the sinks' own tests and end to end.
+type recordSink struct {
+	mu        sync.Mutex
+	got       []published
+	fail      func(m sinks.Message) error // nil: confirm
+	connected bool
+	block     bool // Publish waits for ctx to end
+	calls     int
+}
+
+func newRecordSink() *recordSink { return &recordSink{connected: true} }
+
+func (s *recordSink) Publish(ctx context.Context, msgs []sinks.Message) error {
+	s.mu.Lock()
+	s.calls++
+	block, connected := s.block, s.connected
+	s.mu.Unlock()
+	if block {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if !connected {
+		return sinks.NotConnected(os.ErrDeadlineExceeded)
+	}
+	errs := make([]error, len(msgs))
+	failed := false
+	now := time.Now()
+	s.mu.Lock()
+	for i, m := range msgs {
+		if s.fail != nil {
+			errs[i] = s.fail(m)
+		}
+		if errs[i] != nil {
+			failed = true
+			continue
+		}
+		s.got = append(s.got, published{m, now})
+	}
+	s.mu.Unlock()
+	if failed {
+		return &sinks.BatchError{Errs: errs}
+	}
+	return nil
+}
+
+func (s *recordSink) Ping(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.connected {
+		return sinks.ErrNotConnected
+	}
+	return nil
+}
+
+func (s *recordSink) Close() error { return nil }
+
+func (s *recordSink) set(fn func(s *recordSink)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(s)
+}
+
+func (s *recordSink) published() []published {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]published(nil), s.got...)
+}
+
+// start runs a forwarder until the test ends (or stop is called) and
+// returns stop, which waits for Run to return and its error.
+func start(t *testing.T, opt Options) (stop func() error) {
+	t.Helper()
+	if opt.Metrics == nil {
+		opt.Metrics = NewMetrics(prometheus.NewRegistry())
+	}
+	f, err := New(opt)
+	if err != nil {
+		t.Fatalf("new forwarder: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(30 * time.Second):
+				t.Errorf("forwarder did not stop within 30 s")
+			}
+		})
+		return runErr
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// keysLeft counts the keys left under prefix.
+func keysLeft(t *testing.T, q *queue.Queue, prefix string) []string {
+	t.Helper()
+	keys, err := q.Client().Keys(context.Background(), prefix+"*").Result()
+	if err != nil {
+		t.Fatalf("keys: %v", err)
+	}
+	var out []string
+	for _, k := range keys {
+		if !strings.HasSuffix(k, ":replicas") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
