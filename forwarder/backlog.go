@@ -39,4 +39,3 @@ func (f *Forwarder) refreshBacklog(ctx context.Context) {
 		g.WithLabelValues(t.Name, "dead").Set(float64(per[i].dead))
 	}
 }
-
