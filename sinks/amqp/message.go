@@ -1,0 +1,36 @@
+package amqp
+
+import (
+	"strings"
+	"time"
+
+	amqp091 "github.com/rabbitmq/amqp091-go"
+
+	"github.com/delaybridge/delaybridge/sinks"
+)
+
+// publishing is the AMQP message for m: persistent, with the stable id as
+// MessageId and the delaybridge headers after the envelope's own, so an
+// envelope cannot forge them.
+func publishing(m sinks.Message, now time.Time) amqp091.Publishing {
+	headers := make(amqp091.Table, len(m.Headers)+4)
+	var contentType string
+	for k, v := range m.Headers {
+		headers[k] = v
+		if strings.EqualFold(k, "content-type") {
+			contentType = v
+		}
+	}
+	headers[sinks.HeaderID] = m.ID
+	headers[sinks.HeaderTopic] = m.Topic
+	headers[sinks.HeaderDue] = m.DueMillis()
+	headers[sinks.HeaderAttempt] = int64(m.Attempt)
+	return amqp091.Publishing{
+		Headers:      headers,
+		ContentType:  contentType,
+		DeliveryMode: amqp091.Persistent,
+		MessageId:    m.ID,
+		Timestamp:    now,
+		Body:         m.Body,
+	}
+}

@@ -1,0 +1,241 @@
+// Package amqp is delaybridge's RabbitMQ sink: it publishes due messages as
+// persistent, mandatory messages on one connection and one channel in
+// confirm mode, and reports a message as published only after the broker
+// confirmed it.
+//
+// An unroutable message (basic.return) and a nacked one fail as the broker's
+// answer about the message; a message whose connection dropped before its
+// confirm fails with sinks.ErrNotConnected. The sink connects in the
+// background and reconnects with exponential back-off until Close: while it
+// is disconnected, Publish fails at once and Ping reports why.
+package amqp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/delaybridge/delaybridge/sinks"
+)
+
+// errClosed fails what is published after Close, or was pending at Close.
+// It is a connection failure too: the message is not at fault.
+var errClosed = sinks.NotConnected(sinks.ErrClosed)
+
+// Sink publishes to one RabbitMQ exchange. It implements sinks.Sink and
+// sinks.Pinger.
+type Sink struct {
+	cfg      Config
+	log      *slog.Logger
+	endpoint string // the URL without its password, for logs
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the connection goroutine ended
+	once   sync.Once
+
+	// pubMu keeps the messages of one Publish call contiguous on the
+	// channel; confirms are awaited after it is released.
+	pubMu sync.Mutex
+
+	mu      sync.Mutex
+	sess    *session      // nil while disconnected
+	up      chan struct{} // closed while sess is set
+	down    error         // why sess is nil
+	blocked string        // the broker's reason while it blocks publishing
+	closed  bool
+}
+
+var (
+	_ sinks.Sink   = (*Sink)(nil)
+	_ sinks.Pinger = (*Sink)(nil)
+)
+
+// New returns a sink that connects to cfg.URL in the background: an
+// unreachable broker is not an error here. log defaults to slog.Default().
+func New(cfg Config, log *slog.Logger) (*Sink, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("amqp sink config: %w", err)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Sink{
+		cfg:      cfg,
+		log:      log.With("sink", "amqp", "exchange", cfg.Exchange),
+		endpoint: redact(cfg.URL),
+		ctx:      ctx,
+		cancel:   cancel,
+		done:     make(chan struct{}),
+		up:       make(chan struct{}),
+		down:     fmt.Errorf("connecting to %s", redact(cfg.URL)),
+	}
+	go s.run()
+	return s, nil
+}
+
+// Publish publishes msgs in order and waits for the broker's confirms; see
+// sinks.Sink for what the result means. Publishing while disconnected fails
+// at once with an error wrapping sinks.ErrNotConnected.
+func (s *Sink) Publish(ctx context.Context, msgs []sinks.Message) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return errClosed
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("publish %d messages: %w", len(msgs), err)
+	}
+	b := newBatch(len(msgs))
+	for i, m := range msgs {
+		if size := int64(len(m.Body)); size > s.cfg.MaxMessageSize {
+			b.resolve(i, sinks.Permanent(fmt.Errorf("message of %d bytes exceeds max %d", size, s.cfg.MaxMessageSize)))
+		}
+	}
+	s.send(ctx, b, msgs)
+	select {
+	case <-b.done:
+		return b.result()
+	case <-ctx.Done():
+		return fmt.Errorf("wait for broker confirms: %w", ctx.Err())
+	}
+}
+
+// send publishes the messages of b that have no result yet, contiguously.
+func (s *Sink) send(ctx context.Context, b *batch, msgs []sinks.Message) {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	sess, err := s.session()
+	if err != nil {
+		b.resolveFrom(0, err)
+		return
+	}
+	now := time.Now()
+	for i, m := range msgs {
+		if b.isResolved(i) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			b.resolveFrom(i, fmt.Errorf("publish: %w", err))
+			return
+		}
+		key := m.RoutingKey
+		if key == "" {
+			key = s.cfg.RoutingKey
+		}
+		tag := sess.ch.GetNextPublishSeqNo()
+		p := &pending{b: b, i: i, id: identity{m.ID, s.cfg.Exchange, key}}
+		if !sess.tr.add(tag, p) {
+			b.resolveFrom(i, sinks.NotConnected(fmt.Errorf("publish to %q: channel closed", s.cfg.Exchange)))
+			return
+		}
+		if err := sess.ch.Publish(s.cfg.Exchange, key, true, false, publishing(m, now)); err != nil {
+			err = sinks.NotConnected(fmt.Errorf("publish to %q: %w", s.cfg.Exchange, err))
+			if sess.tr.remove(tag) {
+				b.resolve(i, err)
+			}
+			b.resolveFrom(i+1, err)
+			return
+		}
+	}
+}
+
+// session is the open session, or why there is none.
+func (s *Sink) session() (*session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, errClosed
+	case s.sess == nil:
+		return nil, sinks.NotConnected(s.down)
+	case s.blocked != "":
+		return nil, sinks.NotConnected(fmt.Errorf("broker blocked publishing: %s", s.blocked))
+	}
+	return s.sess, nil
+}
+
+// Ping reports whether the connection and its channel are open: nil when they
+// are, an error wrapping sinks.ErrNotConnected that says why not otherwise.
+func (s *Sink) Ping(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	sess, err := s.session()
+	if err != nil {
+		return err
+	}
+	if sess.conn.IsClosed() || sess.ch.IsClosed() {
+		return sinks.NotConnected(fmt.Errorf("connection to %s closing", s.endpoint))
+	}
+	return nil
+}
+
+// WaitConnected blocks until the sink is connected, ctx ends or the sink is
+// closed.
+func (s *Sink) WaitConnected(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		closed, connected, up, down := s.closed, s.sess != nil, s.up, s.down
+		s.mu.Unlock()
+		switch {
+		case closed:
+			return errClosed
+		case connected:
+			return nil
+		}
+		select {
+		case <-up:
+		case <-s.done:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for connection (%w): %w", down, ctx.Err())
+		}
+	}
+}
+
+// Close fails the messages still waiting for a confirm, closes the
+// connection and waits for the sink's goroutines to end. Calling it again
+// does nothing.
+func (s *Sink) Close() error {
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		s.cancel()
+	})
+	<-s.done
+	return nil
+}
+
+// setUp publishes a freshly opened session.
+func (s *Sink) setUp(sess *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sess, s.down, s.blocked = sess, nil, ""
+	close(s.up)
+}
+
+// setDown withdraws the session, so Publish fails at once with why.
+func (s *Sink) setDown(why error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = why
+	if s.sess != nil {
+		s.sess = nil
+		s.up = make(chan struct{})
+	}
+}
+
+func (s *Sink) setBlocked(reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.blocked = reason
+}
