@@ -96,10 +96,11 @@ type identity struct{ messageID, exchange, key string }
 // message with its identity, and the ack then reports the failure.
 type tracker struct {
 	mu     sync.Mutex
-	closed bool
 	tags   map[uint64]*pending
 	byID   map[identity][]uint64 // unconfirmed tags, ascending
 	low    uint64                // lowest tag whose confirm has not been seen
+	unsent []*pending            // publish refused by the closing channel
+	blame  func(*pending) error  // set when the channel ended
 }
 
 func newTracker() *tracker {
@@ -111,7 +112,7 @@ func newTracker() *tracker {
 func (t *tracker) add(tag uint64, p *pending) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
+	if t.blame != nil {
 		return false
 	}
 	t.tags[tag] = p
@@ -191,24 +192,43 @@ func (t *tracker) confirmed(c amqp091.Confirmation) {
 	}
 }
 
+// park holds messages the channel refused to send because it was closing;
+// they fail when it has closed, with the same blame as the messages it
+// dropped unconfirmed: the close's reason is their reason too.
+func (t *tracker) park(ps ...*pending) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.blame != nil {
+		for _, p := range ps {
+			p.b.resolve(p.i, t.blame(p))
+		}
+		return
+	}
+	t.unsent = append(t.unsent, ps...)
+}
+
 // fail settles every pending message with the error blame gives it and
 // closes the tracker: the channel is gone, no confirm will come.
 func (t *tracker) fail(blame func(*pending) error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.closed = true
+	t.blame = blame
 	for tag, p := range t.tags {
 		delete(t.tags, tag)
 		p.b.resolve(p.i, blame(p))
 	}
 	clear(t.byID)
+	for _, p := range t.unsent {
+		p.b.resolve(p.i, blame(p))
+	}
+	t.unsent = nil
 }
 
-// len is the number of unconfirmed messages.
+// len is the number of messages waiting for a confirm or for the close.
 func (t *tracker) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.tags)
+	return len(t.tags) + len(t.unsent)
 }
 
 // exchangeInReply finds the exchange a channel error names, as in

@@ -127,25 +127,41 @@ func (s *Sink) send(ctx context.Context, b *batch, msgs []sinks.Message) {
 			b.resolveFrom(i, fmt.Errorf("publish: %w", err))
 			return
 		}
-		key := m.RoutingKey
-		if key == "" {
-			key = s.cfg.RoutingKey
-		}
+		p := s.pending(b, msgs, i)
 		tag := sess.ch.GetNextPublishSeqNo()
-		p := &pending{b: b, i: i, id: identity{m.ID, s.cfg.Exchange, key}}
 		if !sess.tr.add(tag, p) {
-			b.resolveFrom(i, sinks.NotConnected(fmt.Errorf("publish to %q: channel closed", s.cfg.Exchange)))
+			s.parkRest(sess, b, msgs, i)
 			return
 		}
-		if err := sess.ch.Publish(s.cfg.Exchange, key, true, false, publishing(m, now)); err != nil {
-			err = sinks.NotConnected(fmt.Errorf("publish to %q: %w", s.cfg.Exchange, err))
-			if sess.tr.remove(tag) {
-				b.resolve(i, err)
-			}
-			b.resolveFrom(i+1, err)
+		if err := sess.ch.Publish(p.id.exchange, p.id.key, true, false, publishing(m, now)); err != nil {
+			// Only a closing channel or connection refuses a publish: the
+			// watcher settles these with the close's reason.
+			sess.tr.remove(tag) // unless the close already settled it
+			s.parkRest(sess, b, msgs, i)
 			return
 		}
 	}
+}
+
+// parkRest hands message i and the later unsettled ones of b to the closing
+// channel's tracker.
+func (s *Sink) parkRest(sess *session, b *batch, msgs []sinks.Message, i int) {
+	var ps []*pending
+	for ; i < len(msgs); i++ {
+		if !b.isResolved(i) {
+			ps = append(ps, s.pending(b, msgs, i))
+		}
+	}
+	sess.tr.park(ps...)
+}
+
+// pending is message i of b as the tracker follows it.
+func (s *Sink) pending(b *batch, msgs []sinks.Message, i int) *pending {
+	key := msgs[i].RoutingKey
+	if key == "" {
+		key = s.cfg.RoutingKey
+	}
+	return &pending{b: b, i: i, id: identity{msgs[i].ID, s.cfg.Exchange, key}}
 }
 
 // session is the open session, or why there is none.
