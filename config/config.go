@@ -46,7 +46,8 @@ type Redis struct {
 	// URL is a redis:// or rediss:// URL (standalone).
 	URL string
 	// Addrs, when set, selects Cluster (Cluster true) or Sentinel
-	// (SentinelMaster set) mode; URL then only supplies credentials and TLS.
+	// (SentinelMaster set) mode; URL then only supplies the database,
+	// credentials, TLS and go-redis's query options.
 	Addrs          []string
 	Cluster        bool
 	SentinelMaster string

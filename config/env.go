@@ -1,37 +1,40 @@
 package config
 
 import (
+	"os"
+	"reflect"
+
 	"github.com/kelseyhightower/envconfig"
 )
 
 // env is every global variable as text, with its default. The README's
-// configuration table is checked against these tags (see README_test.go), so
+// configuration table is checked against these tags (see TestREADMEConfigTableMatchesConfig), so
 // the two cannot drift. A field tagged secret is redacted in errors and has a
 // _FILE variant (for Kubernetes secrets) that names a file holding the value.
 type env struct {
 	RedisURL            string `envconfig:"REDIS_URL" default:"redis://127.0.0.1:6379/0" secret:"true" desc:"Redis URL (redis:// or rediss://); user and password may be in it"`
-	RedisAddrs          string `envconfig:"REDIS_ADDRS" desc:"comma list of host:port for Redis Cluster or Sentinel (REDIS_URL then only gives credentials and TLS)"`
+	RedisAddrs          string `envconfig:"REDIS_ADDRS" desc:"comma list of host:port of Redis Cluster nodes (with REDIS_CLUSTER=true) or sentinels (with REDIS_SENTINEL_MASTER); REDIS_URL then only gives database, credentials and TLS"`
 	RedisCluster        string `envconfig:"REDIS_CLUSTER" default:"false" desc:"true: REDIS_ADDRS are Redis Cluster nodes"`
 	RedisSentinelMaster string `envconfig:"REDIS_SENTINEL_MASTER" desc:"Sentinel master name: REDIS_ADDRS are sentinels"`
 	RedisUsername       string `envconfig:"REDIS_USERNAME" desc:"Redis ACL user (overrides the URL's)"`
 	RedisPassword       string `envconfig:"REDIS_PASSWORD" secret:"true" desc:"Redis password (overrides the URL's)"`
-	RedisCAFile         string `envconfig:"REDIS_CA_FILE" desc:"PEM CA bundle to verify Redis's TLS certificate"`
-	RedisCertFile       string `envconfig:"REDIS_CERT_FILE" desc:"PEM client certificate for Redis TLS"`
+	RedisCAFile         string `envconfig:"REDIS_CA_FILE" desc:"PEM CA bundle to verify Redis's TLS certificate (implies TLS)"`
+	RedisCertFile       string `envconfig:"REDIS_CERT_FILE" desc:"PEM client certificate for Redis TLS (implies TLS; needs REDIS_KEY_FILE)"`
 	RedisKeyFile        string `envconfig:"REDIS_KEY_FILE" desc:"PEM client key for Redis TLS"`
 	RedisTLSInsecure    string `envconfig:"REDIS_TLS_INSECURE" default:"false" desc:"true: skip verifying Redis's certificate (tests only)"`
 
-	AMQPURL            string `envconfig:"AMQP_URL" default:"amqp://guest:guest@127.0.0.1:5672/" secret:"true" desc:"RabbitMQ URL (amqp:// or amqps://)"`
-	AMQPCAFile         string `envconfig:"AMQP_CA_FILE" desc:"PEM CA bundle to verify RabbitMQ's TLS certificate"`
-	AMQPCertFile       string `envconfig:"AMQP_CERT_FILE" desc:"PEM client certificate for RabbitMQ TLS"`
+	AMQPURL            string `envconfig:"AMQP_URL" default:"amqp://guest:guest@127.0.0.1:5672/" secret:"true" desc:"RabbitMQ URL (amqp:// or amqps://); may be empty when no topic uses amqp"`
+	AMQPCAFile         string `envconfig:"AMQP_CA_FILE" desc:"PEM CA bundle to verify RabbitMQ's TLS certificate (needs an amqps:// URL)"`
+	AMQPCertFile       string `envconfig:"AMQP_CERT_FILE" desc:"PEM client certificate for RabbitMQ TLS (needs an amqps:// URL and AMQP_KEY_FILE)"`
 	AMQPKeyFile        string `envconfig:"AMQP_KEY_FILE" desc:"PEM client key for RabbitMQ TLS"`
 	AMQPMaxMessageSize string `envconfig:"AMQP_MAX_MESSAGE_SIZE" default:"134217728" desc:"largest body published, bytes (RabbitMQ's max_message_size); larger ones are dead-lettered"`
 
-	KafkaBrokers       string `envconfig:"KAFKA_BROKERS" default:"127.0.0.1:9092" desc:"comma list of Kafka bootstrap brokers"`
+	KafkaBrokers       string `envconfig:"KAFKA_BROKERS" default:"127.0.0.1:9092" desc:"comma list of Kafka bootstrap brokers (required when a topic uses kafka)"`
 	KafkaClientID      string `envconfig:"KAFKA_CLIENT_ID" default:"delaybridge" desc:"Kafka client id"`
 	KafkaCompression   string `envconfig:"KAFKA_COMPRESSION" default:"none" desc:"none, gzip, snappy, lz4 or zstd"`
 	KafkaTLS           string `envconfig:"KAFKA_TLS" default:"false" desc:"true: connect to Kafka with TLS"`
 	KafkaCAFile        string `envconfig:"KAFKA_CA_FILE" desc:"PEM CA bundle to verify Kafka's certificate (implies TLS)"`
-	KafkaCertFile      string `envconfig:"KAFKA_CERT_FILE" desc:"PEM client certificate for Kafka TLS"`
+	KafkaCertFile      string `envconfig:"KAFKA_CERT_FILE" desc:"PEM client certificate for Kafka TLS (implies TLS; needs KAFKA_KEY_FILE)"`
 	KafkaKeyFile       string `envconfig:"KAFKA_KEY_FILE" desc:"PEM client key for Kafka TLS"`
 	KafkaSASLMechanism string `envconfig:"KAFKA_SASL_MECHANISM" desc:"empty, plain, scram-sha-256 or scram-sha-512"`
 	KafkaSASLUsername  string `envconfig:"KAFKA_SASL_USERNAME" desc:"Kafka SASL user"`
@@ -71,8 +74,24 @@ type topicEnv struct {
 	KafkaKey   string `envconfig:"KAFKA_KEY" default:"none" desc:"Kafka record key: none, id, or envelope (the envelope's routing_key)"`
 }
 
-// lookup reads the text of every variable; envconfig only fails on
-// malformed struct tags here, since every field is a string.
+// lookup reads the text of every variable through envconfig; it only fails on
+// malformed struct tags, since every field is a string.
+//
+// envconfig falls back to the bare tag name when the prefixed variable is
+// unset (DELAYBRIDGE_LOG_LEVEL unset: it reads LOG_LEVEL; for a topic, KEY,
+// SLOTS or SINK). Those are common names in other programs' environments, so
+// lookup puts back the default of every field whose own prefixed variable is
+// unset: only DELAYBRIDGE_* variables configure delaybridge.
 func lookup(prefix string, spec any) error {
-	return envconfig.Process(prefix, spec)
+	if err := envconfig.Process(prefix, spec); err != nil {
+		return err
+	}
+	v := reflect.ValueOf(spec).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Type().Field(i)
+		if _, ok := os.LookupEnv(prefix + "_" + f.Tag.Get("envconfig")); !ok {
+			v.Field(i).SetString(f.Tag.Get("default"))
+		}
+	}
+	return nil
 }

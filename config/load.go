@@ -1,15 +1,17 @@
 package config
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/delaybridge/delaybridge/queue"
 )
@@ -36,22 +38,10 @@ func Load() (Config, error) {
 		return Config{}, fmt.Errorf("read environment: %w", err)
 	}
 	p := &parser{}
-	p.readFiles(Prefix, &e)
+	p.readFiles(&e)
 	c := p.global(&e)
-	names := p.list("TOPICS", e.Topics)
-	if len(names) == 0 && e.Topics == "" {
-		p.fail("TOPICS", "", "is required: a comma list of topic names, e.g. orders,reminders")
-	}
-	seen := map[string]string{}
-	for _, name := range names {
-		v := VarName(name)
-		if prev, dup := seen[v]; dup {
-			p.fail("TOPICS", e.Topics, fmt.Sprintf("topics %q and %q share the variable prefix %s_TOPIC_%s_", prev, name, Prefix, v))
-			continue
-		}
-		seen[v] = name
-		c.Topics = append(c.Topics, p.topic(name, v))
-	}
+	c.Topics = p.topics(e.Topics)
+	p.sinksUsed(c, &e)
 	if err := errors.Join(p.errs...); err != nil {
 		return Config{}, err
 	}
@@ -59,52 +49,20 @@ func Load() (Config, error) {
 }
 
 // VarName is the upper-cased form of a topic name used in its variables:
-// every character outside A-Z0-9 becomes '_'.
+// every byte outside A-Z, a-z and 0-9 becomes '_' (ASCII only: Unicode
+// upper-casing would fold distinct names such as "ſ" and "s" together).
 func VarName(topic string) string {
-	b := []byte(strings.ToUpper(topic))
+	b := []byte(topic)
 	for i, c := range b {
-		if (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+		switch {
+		case c >= 'a' && c <= 'z':
+			b[i] = c - 'a' + 'A'
+		case c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		default:
 			b[i] = '_'
 		}
 	}
 	return string(b)
-}
-
-type parser struct {
-	errs    []error
-	secrets map[string]bool
-}
-
-func (p *parser) fail(name, value, problem string) {
-	if p.secrets[name] {
-		value = redact(value)
-	}
-	p.errs = append(p.errs, &FieldError{Var: Prefix + "_" + name, Value: value, Problem: problem})
-}
-
-// readFiles fills every secret field whose NAME_FILE variable is set from that
-// file, and notes which variables are secret.
-func (p *parser) readFiles(prefix string, spec any) {
-	p.secrets = map[string]bool{}
-	v := reflect.ValueOf(spec).Elem()
-	for i := 0; i < v.NumField(); i++ {
-		f := v.Type().Field(i)
-		if f.Tag.Get("secret") != "true" {
-			continue
-		}
-		name := f.Tag.Get("envconfig")
-		p.secrets[name] = true
-		path, ok := os.LookupEnv(prefix + "_" + name + "_FILE")
-		if !ok || path == "" {
-			continue
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			p.errs = append(p.errs, &FieldError{Var: prefix + "_" + name + "_FILE", Value: path, Problem: fmt.Sprintf("cannot be read: %v", err)})
-			continue
-		}
-		v.Field(i).SetString(strings.TrimRight(string(b), "\r\n"))
-	}
 }
 
 func (p *parser) global(e *env) Config {
@@ -137,14 +95,14 @@ func (p *parser) global(e *env) Config {
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		p.fail("HTTP_ADDR", e.HTTPAddr, "port must be a number from 0 to 65535")
 	}
-	c.LogLevel = p.oneOf("LOG_LEVEL", strings.ToLower(e.LogLevel), "debug", "info", "warn", "error")
-	c.LogFormat = p.oneOf("LOG_FORMAT", strings.ToLower(e.LogFormat), "json", "text")
+	c.LogLevel = p.oneOf("LOG_LEVEL", e.LogLevel, "debug", "info", "warn", "error")
+	c.LogFormat = p.oneOf("LOG_FORMAT", e.LogFormat, "json", "text")
 
 	if c.ReplicaID == "" {
 		host, _ := os.Hostname()
 		c.ReplicaID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	c.Ownership = p.oneOf("OWNERSHIP", strings.ToLower(e.Ownership), "rendezvous", "all")
+	c.Ownership = p.oneOf("OWNERSHIP", e.Ownership, "rendezvous", "all")
 	c.HeartbeatInterval = p.duration("HEARTBEAT_INTERVAL", e.HeartbeatInterval, 10*time.Millisecond, 0)
 	c.HeartbeatTTL = p.duration("HEARTBEAT_TTL", e.HeartbeatTTL, 10*time.Millisecond, 0)
 	if c.HeartbeatInterval > 0 && c.HeartbeatTTL > 0 && c.HeartbeatTTL < 2*c.HeartbeatInterval {
@@ -155,64 +113,64 @@ func (p *parser) global(e *env) Config {
 
 func (p *parser) redis(e *env) Redis {
 	r := Redis{
-		URL:            e.RedisURL,
+		URL:            strings.TrimSpace(e.RedisURL),
 		Addrs:          p.list("REDIS_ADDRS", e.RedisAddrs),
 		Cluster:        p.bool("REDIS_CLUSTER", e.RedisCluster),
-		SentinelMaster: e.RedisSentinelMaster,
+		SentinelMaster: strings.TrimSpace(e.RedisSentinelMaster),
 		Username:       e.RedisUsername,
 		Password:       e.RedisPassword,
 		TLS: TLS{
-			CAFile:             p.file("REDIS_CA_FILE", e.RedisCAFile),
-			CertFile:           p.file("REDIS_CERT_FILE", e.RedisCertFile),
-			KeyFile:            p.file("REDIS_KEY_FILE", e.RedisKeyFile),
+			CAFile:             e.RedisCAFile,
+			CertFile:           e.RedisCertFile,
+			KeyFile:            e.RedisKeyFile,
 			InsecureSkipVerify: p.bool("REDIS_TLS_INSECURE", e.RedisTLSInsecure),
 		},
 	}
-	u, ok := p.url("REDIS_URL", e.RedisURL, "redis", "rediss")
-	if ok && u.Scheme == "rediss" {
-		r.TLS.Enabled = true
+	if u, ok := p.url("REDIS_URL", e.RedisURL, "redis", "rediss"); ok {
+		r.TLS.Enabled = u.Scheme == "rediss"
+		// go-redis reads the database and its own query options from the URL.
+		if o, err := redis.ParseURL(r.URL); err != nil {
+			p.fail("REDIS_URL", e.RedisURL, strings.TrimPrefix(err.Error(), "redis: "))
+		} else if r.Cluster && o.DB != 0 {
+			p.fail("REDIS_URL", e.RedisURL, "Redis Cluster has only database 0: drop the /"+strconv.Itoa(o.DB)+" path")
+		}
 	}
 	if r.TLS.CAFile != "" || r.TLS.CertFile != "" {
 		r.TLS.Enabled = true
 	}
-	if (r.TLS.CertFile == "") != (r.TLS.KeyFile == "") {
-		p.fail("REDIS_CERT_FILE", e.RedisCertFile, "needs "+Prefix+"_REDIS_KEY_FILE too, and the other way round")
-	}
+	p.tlsFiles("REDIS_", r.TLS)
 	for _, a := range r.Addrs {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			p.fail("REDIS_ADDRS", e.RedisAddrs, fmt.Sprintf("%q is not host:port", a))
 		}
 	}
-	if r.Cluster && r.SentinelMaster != "" {
+	switch {
+	case r.Cluster && r.SentinelMaster != "":
 		p.fail("REDIS_CLUSTER", e.RedisCluster, "cannot be true together with "+Prefix+"_REDIS_SENTINEL_MASTER")
-	}
-	if (r.Cluster || r.SentinelMaster != "") && len(r.Addrs) == 0 {
+	case (r.Cluster || r.SentinelMaster != "") && len(r.Addrs) == 0:
 		p.fail("REDIS_ADDRS", e.RedisAddrs, "is required with Redis Cluster or Sentinel")
+	case !r.Cluster && r.SentinelMaster == "" && len(r.Addrs) > 0:
+		p.fail("REDIS_ADDRS", e.RedisAddrs, "needs "+Prefix+"_REDIS_CLUSTER=true or "+Prefix+"_REDIS_SENTINEL_MASTER; a single Redis is given by "+Prefix+"_REDIS_URL")
 	}
 	return r
 }
 
 func (p *parser) amqp(e *env) AMQP {
 	a := AMQP{
-		URL: e.AMQPURL,
-		TLS: TLS{
-			CAFile:   p.file("AMQP_CA_FILE", e.AMQPCAFile),
-			CertFile: p.file("AMQP_CERT_FILE", e.AMQPCertFile),
-			KeyFile:  p.file("AMQP_KEY_FILE", e.AMQPKeyFile),
-		},
+		URL: strings.TrimSpace(e.AMQPURL),
+		TLS: TLS{CAFile: e.AMQPCAFile, CertFile: e.AMQPCertFile, KeyFile: e.AMQPKeyFile},
 	}
-	u, ok := p.url("AMQP_URL", e.AMQPURL, "amqp", "amqps")
-	if ok && u.Scheme == "amqps" {
-		a.TLS.Enabled = true
-	}
-	if a.TLS.CAFile != "" || a.TLS.CertFile != "" {
-		if ok && u.Scheme != "amqps" {
-			p.fail("AMQP_CA_FILE", e.AMQPCAFile, "TLS files need an amqps:// "+Prefix+"_AMQP_URL")
+	if a.URL != "" { // empty is allowed when no topic uses RabbitMQ (see sinksUsed)
+		if u, ok := p.url("AMQP_URL", e.AMQPURL, "amqp", "amqps"); ok {
+			a.TLS.Enabled = u.Scheme == "amqps"
+			for _, f := range [][2]string{{"AMQP_CA_FILE", a.TLS.CAFile}, {"AMQP_CERT_FILE", a.TLS.CertFile}, {"AMQP_KEY_FILE", a.TLS.KeyFile}} {
+				if f[1] != "" && !a.TLS.Enabled {
+					p.fail(f[0], f[1], "TLS files need an amqps:// "+Prefix+"_AMQP_URL")
+				}
+			}
 		}
 	}
-	if (a.TLS.CertFile == "") != (a.TLS.KeyFile == "") {
-		p.fail("AMQP_CERT_FILE", e.AMQPCertFile, "needs "+Prefix+"_AMQP_KEY_FILE too, and the other way round")
-	}
+	p.tlsFiles("AMQP_", a.TLS)
 	a.MaxMessageSize = int64(p.intIn("AMQP_MAX_MESSAGE_SIZE", e.AMQPMaxMessageSize, 1, 512<<20))
 	return a
 }
@@ -221,23 +179,21 @@ func (p *parser) kafka(e *env) Kafka {
 	k := Kafka{
 		Brokers:       p.list("KAFKA_BROKERS", e.KafkaBrokers),
 		ClientID:      e.KafkaClientID,
-		Compression:   p.oneOf("KAFKA_COMPRESSION", strings.ToLower(e.KafkaCompression), "none", "gzip", "snappy", "lz4", "zstd"),
-		SASLMechanism: p.oneOf("KAFKA_SASL_MECHANISM", strings.ToLower(e.KafkaSASLMechanism), "", "plain", "scram-sha-256", "scram-sha-512"),
+		Compression:   p.oneOf("KAFKA_COMPRESSION", e.KafkaCompression, "none", "gzip", "snappy", "lz4", "zstd"),
+		SASLMechanism: p.oneOf("KAFKA_SASL_MECHANISM", e.KafkaSASLMechanism, "", "plain", "scram-sha-256", "scram-sha-512"),
 		SASLUsername:  e.KafkaSASLUsername,
 		SASLPassword:  e.KafkaSASLPassword,
 		TLS: TLS{
 			Enabled:  p.bool("KAFKA_TLS", e.KafkaTLS),
-			CAFile:   p.file("KAFKA_CA_FILE", e.KafkaCAFile),
-			CertFile: p.file("KAFKA_CERT_FILE", e.KafkaCertFile),
-			KeyFile:  p.file("KAFKA_KEY_FILE", e.KafkaKeyFile),
+			CAFile:   e.KafkaCAFile,
+			CertFile: e.KafkaCertFile,
+			KeyFile:  e.KafkaKeyFile,
 		},
 	}
 	if k.TLS.CAFile != "" || k.TLS.CertFile != "" {
 		k.TLS.Enabled = true
 	}
-	if (k.TLS.CertFile == "") != (k.TLS.KeyFile == "") {
-		p.fail("KAFKA_CERT_FILE", e.KafkaCertFile, "needs "+Prefix+"_KAFKA_KEY_FILE too, and the other way round")
-	}
+	p.tlsFiles("KAFKA_", k.TLS)
 	for _, b := range k.Brokers {
 		if _, _, err := net.SplitHostPort(b); err != nil {
 			p.fail("KAFKA_BROKERS", e.KafkaBrokers, fmt.Sprintf("%q is not host:port", b))
@@ -247,6 +203,52 @@ func (p *parser) kafka(e *env) Kafka {
 		p.fail("KAFKA_SASL_MECHANISM", e.KafkaSASLMechanism, "needs "+Prefix+"_KAFKA_SASL_USERNAME and "+Prefix+"_KAFKA_SASL_PASSWORD")
 	}
 	return k
+}
+
+// tlsFiles checks that the files named by <pre>CA_FILE, <pre>CERT_FILE and
+// <pre>KEY_FILE load, so a bad file stops start-up instead of the first dial.
+func (p *parser) tlsFiles(pre string, t TLS) {
+	if t.CAFile != "" {
+		if _, err := readCAPool(t.CAFile); err != nil {
+			p.fail(pre+"CA_FILE", t.CAFile, err.Error())
+		}
+	}
+	switch {
+	case t.CertFile == "" && t.KeyFile == "":
+	case t.CertFile == "":
+		p.fail(pre+"KEY_FILE", t.KeyFile, "needs "+Prefix+"_"+pre+"CERT_FILE too")
+	case t.KeyFile == "":
+		p.fail(pre+"CERT_FILE", t.CertFile, "needs "+Prefix+"_"+pre+"KEY_FILE too")
+	default:
+		if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
+			p.fail(pre+"CERT_FILE", t.CertFile, fmt.Sprintf("cannot be loaded with %s_%sKEY_FILE=%q: %v", Prefix, pre, t.KeyFile, err))
+		}
+	}
+}
+
+// topics parses DELAYBRIDGE_TOPICS and each listed topic's variables.
+func (p *parser) topics(list string) []Topic {
+	if strings.TrimSpace(list) == "" {
+		p.fail("TOPICS", list, "is required: a comma list of topic names, e.g. orders,reminders")
+		return nil
+	}
+	names := p.list("TOPICS", list)
+	var out []Topic
+	seen := map[string]string{} // VarName → topic name
+	for _, name := range names {
+		v := VarName(name)
+		if prev, dup := seen[v]; dup {
+			if prev == name {
+				p.fail("TOPICS", list, fmt.Sprintf("lists topic %q twice", name))
+			} else {
+				p.fail("TOPICS", list, fmt.Sprintf("topics %q and %q share the variable prefix %s_TOPIC_%s_: rename one", prev, name, Prefix, v))
+			}
+			continue
+		}
+		seen[v] = name
+		out = append(out, p.topic(name, v))
+	}
+	return out
 }
 
 func (p *parser) topic(name, v string) Topic {
@@ -260,20 +262,20 @@ func (p *parser) topic(name, v string) Topic {
 	t := Topic{
 		Name:       name,
 		Var:        v,
-		Sink:       p.oneOf(pre+"SINK", strings.ToLower(te.Sink), "amqp", "kafka"),
+		Sink:       p.oneOf(pre+"SINK", te.Sink, "amqp", "kafka"),
 		Slots:      p.intIn(pre+"SLOTS", te.Slots, 1, queue.MaxSlots),
 		Key:        te.Key,
-		Format:     queue.Format(p.oneOf(pre+"FORMAT", strings.ToLower(te.Format), "raw", "envelope")),
+		Format:     queue.Format(p.oneOf(pre+"FORMAT", te.Format, string(queue.FormatRaw), string(queue.FormatEnvelope))),
 		Exchange:   te.Exchange,
 		RoutingKey: te.RoutingKey,
 		KafkaTopic: te.KafkaTopic,
-		KafkaKey:   p.oneOf(pre+"KAFKA_KEY", strings.ToLower(te.KafkaKey), "none", "id", "envelope"),
+		KafkaKey:   p.oneOf(pre+"KAFKA_KEY", te.KafkaKey, "none", "id", "envelope"),
 	}
-	if strings.ContainsAny(name, "{} \t\r\n") {
-		p.fail("TOPICS", name, "a topic name may not hold braces or white space")
+	if strings.ContainsFunc(name, func(r rune) bool { return r == '{' || r == '}' || unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		p.fail("TOPICS", name, "a topic name may not hold braces, white space or control characters")
 	}
 	if t.Slots&(t.Slots-1) != 0 {
-		p.fail(pre+"SLOTS", te.Slots, "must be a power of two from 1 to 1024 (1, 2, 4, … 1024)")
+		p.fail(pre+"SLOTS", te.Slots, fmt.Sprintf("must be a power of two from 1 to %d (1, 2, 4, … %d)", queue.MaxSlots, queue.MaxSlots))
 	}
 	if t.Key != "" && t.Slots > 1 {
 		p.fail(pre+"KEY", te.Key, "an adopted key holds one slot: "+Prefix+"_"+pre+"SLOTS must be 1")
@@ -290,105 +292,21 @@ func (p *parser) topic(name, v string) Topic {
 	return t
 }
 
-func (p *parser) intIn(name, s string, lo, hi int) int {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || n < lo || n > hi {
-		p.fail(name, s, fmt.Sprintf("must be a whole number from %d to %d", lo, hi))
-		return lo
-	}
-	return n
-}
-
-// duration parses a Go duration of at least lo and, when hi > 0, at most hi.
-func (p *parser) duration(name, s string, lo, hi time.Duration) time.Duration {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	switch {
-	case err != nil:
-		p.fail(name, s, "must be a duration such as 500ms, 30s or 5m")
-	case d < lo:
-		p.fail(name, s, fmt.Sprintf("must be at least %s", lo))
-	case hi > 0 && d > hi:
-		p.fail(name, s, fmt.Sprintf("must be at most %s", hi))
-	default:
-		return d
-	}
-	return lo
-}
-
-func (p *parser) bool(name, s string) bool {
-	b, err := strconv.ParseBool(strings.TrimSpace(s))
-	if err != nil {
-		p.fail(name, s, "must be true or false")
-	}
-	return b
-}
-
-func (p *parser) oneOf(name, s string, allowed ...string) string {
-	for _, a := range allowed {
-		if s == a {
-			return s
+// sinksUsed requires the connection settings of every sink a topic uses.
+func (p *parser) sinksUsed(c Config, e *env) {
+	var amqpTopic, kafkaTopic string
+	for _, t := range c.Topics {
+		switch {
+		case t.Sink == "amqp" && amqpTopic == "":
+			amqpTopic = t.Name
+		case t.Sink == "kafka" && kafkaTopic == "":
+			kafkaTopic = t.Name
 		}
 	}
-	shown := make([]string, len(allowed))
-	for i, a := range allowed {
-		if a == "" {
-			a = `"" (empty)`
-		}
-		shown[i] = a
+	if amqpTopic != "" && c.AMQP.URL == "" {
+		p.fail("AMQP_URL", e.AMQPURL, fmt.Sprintf("is required: topic %q publishes to RabbitMQ", amqpTopic))
 	}
-	p.fail(name, s, "must be one of: "+strings.Join(shown, ", "))
-	return allowed[0]
+	if kafkaTopic != "" && len(c.Kafka.Brokers) == 0 {
+		p.fail("KAFKA_BROKERS", e.KafkaBrokers, fmt.Sprintf("is required: topic %q publishes to Kafka", kafkaTopic))
+	}
 }
-
-func (p *parser) list(name, s string) []string {
-	var out []string
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part != "" {
-			out = append(out, part)
-		}
-	}
-	if s != "" && len(out) == 0 {
-		p.fail(name, s, "must be a comma list with at least one entry")
-	}
-	return out
-}
-
-func (p *parser) file(name, path string) string {
-	if path == "" {
-		return ""
-	}
-	if _, err := os.Stat(path); err != nil {
-		p.fail(name, path, fmt.Sprintf("cannot be read: %v", err))
-	}
-	return path
-}
-
-func (p *parser) url(name, s string, schemes ...string) (*url.URL, bool) {
-	u, err := url.Parse(s)
-	if err != nil {
-		p.fail(name, s, "is not a URL")
-		return nil, false
-	}
-	for _, sc := range schemes {
-		if u.Scheme == sc && u.Host != "" {
-			return u, true
-		}
-	}
-	p.fail(name, s, fmt.Sprintf("must be a URL with scheme %s and a host", strings.Join(schemes, " or ")))
-	return nil, false
-}
-
-// redact hides the password of a URL, or the whole value of any other secret.
-func redact(s string) string {
-	if s == "" {
-		return ""
-	}
-	if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Host != "" {
-		return u.Redacted()
-	}
-	return "REDACTED"
-}
-
-// Redacted returns a URL with its password replaced, for logs.
-func Redacted(raw string) string { return redact(raw) }

@@ -1,0 +1,278 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+func defaultReplicaID(t *testing.T) string {
+	t.Helper()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatalf("hostname: %v", err)
+	}
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}
+
+func TestLoadDefaults(t *testing.T) {
+	setEnv(t, map[string]string{"TOPICS": "orders"})
+	got, err := Load()
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	want := Config{
+		Redis: Redis{URL: "redis://127.0.0.1:6379/0"},
+		AMQP:  AMQP{URL: "amqp://guest:guest@127.0.0.1:5672/", MaxMessageSize: 128 << 20},
+		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none"},
+
+		KeyPrefix: "dq",
+		Topics: []Topic{{
+			Name: "orders", Var: "ORDERS", Sink: "amqp", Slots: 1, Format: queue.FormatRaw,
+			RoutingKey: "orders", KafkaTopic: "orders", KafkaKey: "none",
+		}},
+
+		BatchSize:          500,
+		MaxInflightBatches: 2,
+		Lease:              30 * time.Second,
+		MaxAttempts:        10,
+		RetryBackoff:       time.Second,
+		RetryBackoffMax:    5 * time.Minute,
+		PollInterval:       time.Second,
+		ShutdownTimeout:    20 * time.Second,
+
+		HTTPAddr:  ":8080",
+		LogLevel:  "info",
+		LogFormat: "json",
+
+		ReplicaID:         defaultReplicaID(t),
+		Ownership:         "rendezvous",
+		HeartbeatInterval: time.Second,
+		HeartbeatTTL:      5 * time.Second,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Load() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadParsesEveryVariable(t *testing.T) {
+	pki := newTestPKI(t)
+	tls := TLS{Enabled: true, CAFile: pki.CAFile, CertFile: pki.ClientCert, KeyFile: pki.ClientKey}
+	tests := []struct {
+		name string
+		vars map[string]string
+		want Config
+	}{{
+		name: "sentinel, TLS everywhere, two topics",
+		vars: map[string]string{
+			"REDIS_URL":             "rediss://app:redis-url-pw@redis.internal:6380/2",
+			"REDIS_ADDRS":           "s1:26379, s2:26379",
+			"REDIS_CLUSTER":         "0",
+			"REDIS_SENTINEL_MASTER": "mymaster",
+			"REDIS_USERNAME":        "acl-user",
+			"REDIS_PASSWORD":        "acl-pw",
+			"REDIS_CA_FILE":         pki.CAFile,
+			"REDIS_CERT_FILE":       pki.ClientCert,
+			"REDIS_KEY_FILE":        pki.ClientKey,
+			"REDIS_TLS_INSECURE":    "true",
+			"AMQP_URL":              "amqps://user:amqp-pw@rabbit:5671/vhost",
+			"AMQP_CA_FILE":          pki.CAFile,
+			"AMQP_CERT_FILE":        pki.ClientCert,
+			"AMQP_KEY_FILE":         pki.ClientKey,
+			"AMQP_MAX_MESSAGE_SIZE": "1048576",
+			"KAFKA_BROKERS":         "k1:9093,k2:9093",
+			"KAFKA_CLIENT_ID":       "db-1",
+			"KAFKA_COMPRESSION":     "ZSTD",
+			"KAFKA_TLS":             "1",
+			"KAFKA_CA_FILE":         pki.CAFile,
+			"KAFKA_CERT_FILE":       pki.ClientCert,
+			"KAFKA_KEY_FILE":        pki.ClientKey,
+			"KAFKA_SASL_MECHANISM":  "SCRAM-SHA-512",
+			"KAFKA_SASL_USERNAME":   "kafka-user",
+			"KAFKA_SASL_PASSWORD":   "kafka-pw",
+			"KEY_PREFIX":            "dly",
+			"TOPICS":                " orders , order-events ",
+			"BATCH_SIZE":            "1000",
+			"MAX_INFLIGHT_BATCHES":  "4",
+			"LEASE":                 "1m",
+			"MAX_ATTEMPTS":          "3",
+			"RETRY_BACKOFF":         "250ms",
+			"RETRY_BACKOFF_MAX":     "10s",
+			"POLL_INTERVAL":         "200ms",
+			"SHUTDOWN_TIMEOUT":      "45s",
+			"HTTP_ADDR":             "127.0.0.1:9090",
+			"LOG_LEVEL":             "DEBUG",
+			"LOG_FORMAT":            "text",
+			"REPLICA_ID":            "pod-a",
+			"OWNERSHIP":             "all",
+			"HEARTBEAT_INTERVAL":    "2s",
+			"HEARTBEAT_TTL":         "10s",
+
+			"TOPIC_ORDERS_SINK":              "kafka",
+			"TOPIC_ORDERS_SLOTS":             "16",
+			"TOPIC_ORDERS_FORMAT":            "envelope",
+			"TOPIC_ORDERS_KAFKA_TOPIC":       "orders.v1",
+			"TOPIC_ORDERS_KAFKA_KEY":         "envelope",
+			"TOPIC_ORDER_EVENTS_SINK":        "amqp",
+			"TOPIC_ORDER_EVENTS_SLOTS":       "1",
+			"TOPIC_ORDER_EVENTS_KEY":         "legacy:delayqueue",
+			"TOPIC_ORDER_EVENTS_EXCHANGE":    "events",
+			"TOPIC_ORDER_EVENTS_ROUTING_KEY": "order.delayed",
+		},
+		want: Config{
+			Redis: Redis{
+				URL: "rediss://app:redis-url-pw@redis.internal:6380/2", Addrs: []string{"s1:26379", "s2:26379"},
+				SentinelMaster: "mymaster", Username: "acl-user", Password: "acl-pw",
+				TLS: TLS{Enabled: true, CAFile: pki.CAFile, CertFile: pki.ClientCert, KeyFile: pki.ClientKey, InsecureSkipVerify: true},
+			},
+			AMQP: AMQP{URL: "amqps://user:amqp-pw@rabbit:5671/vhost", TLS: tls, MaxMessageSize: 1 << 20},
+			Kafka: Kafka{
+				Brokers: []string{"k1:9093", "k2:9093"}, ClientID: "db-1", Compression: "zstd", TLS: tls,
+				SASLMechanism: "scram-sha-512", SASLUsername: "kafka-user", SASLPassword: "kafka-pw",
+			},
+			KeyPrefix: "dly",
+			Topics: []Topic{{
+				Name: "orders", Var: "ORDERS", Sink: "kafka", Slots: 16, Format: queue.FormatEnvelope,
+				RoutingKey: "orders", KafkaTopic: "orders.v1", KafkaKey: "envelope",
+			}, {
+				Name: "order-events", Var: "ORDER_EVENTS", Sink: "amqp", Slots: 1, Key: "legacy:delayqueue",
+				Format: queue.FormatRaw, Exchange: "events", RoutingKey: "order.delayed", KafkaTopic: "order-events", KafkaKey: "none",
+			}},
+			BatchSize: 1000, MaxInflightBatches: 4, Lease: time.Minute, MaxAttempts: 3,
+			RetryBackoff: 250 * time.Millisecond, RetryBackoffMax: 10 * time.Second,
+			PollInterval: 200 * time.Millisecond, ShutdownTimeout: 45 * time.Second,
+			HTTPAddr: "127.0.0.1:9090", LogLevel: "debug", LogFormat: "text",
+			ReplicaID: "pod-a", Ownership: "all", HeartbeatInterval: 2 * time.Second, HeartbeatTTL: 10 * time.Second,
+		},
+	}, {
+		name: "cluster, kafka without TLS files, empty AMQP URL",
+		vars: map[string]string{
+			"REDIS_URL":     "redis://:cluster-pw@c1:7000",
+			"REDIS_ADDRS":   "c1:7000,c2:7000,c3:7000",
+			"REDIS_CLUSTER": "true",
+			"AMQP_URL":      "",
+			"KAFKA_TLS":     "true",
+			"TOPICS":        "reminders",
+
+			"TOPIC_REMINDERS_SINK":      "Kafka",
+			"TOPIC_REMINDERS_SLOTS":     "1024",
+			"TOPIC_REMINDERS_KAFKA_KEY": "id",
+		},
+		want: Config{
+			Redis: Redis{URL: "redis://:cluster-pw@c1:7000", Addrs: []string{"c1:7000", "c2:7000", "c3:7000"}, Cluster: true},
+			AMQP:  AMQP{MaxMessageSize: 128 << 20},
+			Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none", TLS: TLS{Enabled: true}},
+
+			KeyPrefix: "dq",
+			Topics: []Topic{{
+				Name: "reminders", Var: "REMINDERS", Sink: "kafka", Slots: 1024, Format: queue.FormatRaw,
+				RoutingKey: "reminders", KafkaTopic: "reminders", KafkaKey: "id",
+			}},
+			BatchSize: 500, MaxInflightBatches: 2, Lease: 30 * time.Second, MaxAttempts: 10,
+			RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, PollInterval: time.Second, ShutdownTimeout: 20 * time.Second,
+			HTTPAddr: ":8080", LogLevel: "info", LogFormat: "json",
+			ReplicaID: defaultReplicaID(t), Ownership: "rendezvous", HeartbeatInterval: time.Second, HeartbeatTTL: 5 * time.Second,
+		},
+	}}
+
+	// Every variable must be set, to something other than its default, by
+	// some row: a variable added without a test here fails.
+	set := map[string]bool{}
+	for _, tt := range tests {
+		for k := range tt.vars {
+			set[strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(k, "TOPIC_ORDERS_"), "TOPIC_ORDER_EVENTS_"), "TOPIC_REMINDERS_")] = true
+		}
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[env](), reflect.TypeFor[topicEnv]()} {
+		for f := range typ.Fields() {
+			if !set[f.Tag.Get("envconfig")] {
+				t.Errorf("no row sets %s: add it to this test", f.Tag.Get("envconfig"))
+			}
+		}
+	}
+
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			setEnv(t, tt.vars)
+			got, err := Load()
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Load() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLoadReportsEveryProblemAtOnce(t *testing.T) {
+	tests := []struct {
+		name string
+		vars map[string]string
+		want []string // every variable named, sorted
+	}{{
+		name: "no topics",
+		vars: map[string]string{
+			"AMQP_URL":      "amqp//no-host",
+			"LEASE":         "soon",
+			"BATCH_SIZE":    "lots",
+			"REDIS_CLUSTER": "maybe",
+			"LOG_LEVEL":     "loud",
+		},
+		want: []string{"AMQP_URL", "BATCH_SIZE", "LEASE", "LOG_LEVEL", "REDIS_CLUSTER", "TOPICS"},
+	}, {
+		name: "bad topic and globals",
+		vars: map[string]string{
+			"TOPICS":             "orders,orders",
+			"TOPIC_ORDERS_SLOTS": "3",
+			"TOPIC_ORDERS_SINK":  "sqs",
+			"AMQP_URL":           "http://rabbit:5672/",
+			"RETRY_BACKOFF":      "1 second",
+			"MAX_ATTEMPTS":       "0",
+			"KAFKA_TLS":          "yes please",
+			"HEARTBEAT_TTL":      "1s",
+		},
+		want: []string{"AMQP_URL", "HEARTBEAT_TTL", "KAFKA_TLS", "MAX_ATTEMPTS", "RETRY_BACKOFF", "TOPICS", "TOPIC_ORDERS_SINK", "TOPIC_ORDERS_SLOTS"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			setEnv(t, tt.vars)
+			_, err := Load()
+			if err == nil {
+				t.Fatal("Load accepted a bad configuration")
+			}
+			want := make([]string, len(tt.want))
+			for i, v := range tt.want {
+				want[i] = Prefix + "_" + v
+				if !strings.Contains(err.Error(), want[i]) {
+					t.Errorf("error text does not name %s:\n%v", want[i], err)
+				}
+			}
+			if diff := cmp.Diff(want, varsNamed(t, err)); diff != "" {
+				t.Errorf("variables named (-want +got):\n%s\nerror:\n%v", diff, err)
+			}
+		})
+	}
+}
+
+func TestLoadIgnoresUnprefixedVariables(t *testing.T) {
+	// envconfig alone would read these when the DELAYBRIDGE_ ones are unset.
+	setEnv(t, map[string]string{"TOPICS": "orders"})
+	for k, v := range map[string]string{"LOG_LEVEL": "loud", "BATCH_SIZE": "lots", "TOPICS": "x", "KEY": "someone-elses-key", "SLOTS": "3", "SINK": "sqs", "REDIS_URL": "redis://elsewhere:1/0"} {
+		t.Setenv(k, v)
+	}
+	c, err := Load()
+	if err != nil {
+		t.Fatalf("Load read unprefixed variables: %v", err)
+	}
+	if c.Topics[0].Key != "" || c.LogLevel != "info" || c.Redis.URL != "redis://127.0.0.1:6379/0" {
+		t.Errorf("Load read unprefixed variables: topic key %q, log level %q, redis URL %q", c.Topics[0].Key, c.LogLevel, c.Redis.URL)
+	}
+}

@@ -1,0 +1,113 @@
+package config
+
+import (
+	"log/slog"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Redacted is the effective configuration for logging at start-up, keyed by
+// variable name (DELAYBRIDGE_BATCH_SIZE → "500"), defaults and derived values
+// filled in. Every variable tagged secret is redacted: a URL keeps all but
+// its password, any other secret shows only whether it is set.
+func (c Config) Redacted() map[string]string {
+	b := func(v bool) string { return strconv.FormatBool(v) }
+	m := map[string]string{
+		"REDIS_URL":             c.Redis.URL,
+		"REDIS_ADDRS":           strings.Join(c.Redis.Addrs, ","),
+		"REDIS_CLUSTER":         b(c.Redis.Cluster),
+		"REDIS_SENTINEL_MASTER": c.Redis.SentinelMaster,
+		"REDIS_USERNAME":        c.Redis.Username,
+		"REDIS_PASSWORD":        c.Redis.Password,
+		"REDIS_CA_FILE":         c.Redis.TLS.CAFile,
+		"REDIS_CERT_FILE":       c.Redis.TLS.CertFile,
+		"REDIS_KEY_FILE":        c.Redis.TLS.KeyFile,
+		"REDIS_TLS_INSECURE":    b(c.Redis.TLS.InsecureSkipVerify),
+
+		"AMQP_URL":              c.AMQP.URL,
+		"AMQP_CA_FILE":          c.AMQP.TLS.CAFile,
+		"AMQP_CERT_FILE":        c.AMQP.TLS.CertFile,
+		"AMQP_KEY_FILE":         c.AMQP.TLS.KeyFile,
+		"AMQP_MAX_MESSAGE_SIZE": strconv.FormatInt(c.AMQP.MaxMessageSize, 10),
+
+		"KAFKA_BROKERS":        strings.Join(c.Kafka.Brokers, ","),
+		"KAFKA_CLIENT_ID":      c.Kafka.ClientID,
+		"KAFKA_COMPRESSION":    c.Kafka.Compression,
+		"KAFKA_TLS":            b(c.Kafka.TLS.Enabled),
+		"KAFKA_CA_FILE":        c.Kafka.TLS.CAFile,
+		"KAFKA_CERT_FILE":      c.Kafka.TLS.CertFile,
+		"KAFKA_KEY_FILE":       c.Kafka.TLS.KeyFile,
+		"KAFKA_SASL_MECHANISM": c.Kafka.SASLMechanism,
+		"KAFKA_SASL_USERNAME":  c.Kafka.SASLUsername,
+		"KAFKA_SASL_PASSWORD":  c.Kafka.SASLPassword,
+
+		"KEY_PREFIX":           c.KeyPrefix,
+		"BATCH_SIZE":           strconv.Itoa(c.BatchSize),
+		"MAX_INFLIGHT_BATCHES": strconv.Itoa(c.MaxInflightBatches),
+		"LEASE":                c.Lease.String(),
+		"MAX_ATTEMPTS":         strconv.Itoa(c.MaxAttempts),
+		"RETRY_BACKOFF":        c.RetryBackoff.String(),
+		"RETRY_BACKOFF_MAX":    c.RetryBackoffMax.String(),
+		"POLL_INTERVAL":        c.PollInterval.String(),
+		"SHUTDOWN_TIMEOUT":     c.ShutdownTimeout.String(),
+		"HTTP_ADDR":            c.HTTPAddr,
+		"LOG_LEVEL":            c.LogLevel,
+		"LOG_FORMAT":           c.LogFormat,
+		"REPLICA_ID":           c.ReplicaID,
+		"OWNERSHIP":            c.Ownership,
+		"HEARTBEAT_INTERVAL":   c.HeartbeatInterval.String(),
+		"HEARTBEAT_TTL":        c.HeartbeatTTL.String(),
+	}
+	names := make([]string, len(c.Topics))
+	for i, t := range c.Topics {
+		names[i] = t.Name
+		pre := "TOPIC_" + t.Var + "_"
+		m[pre+"SINK"] = t.Sink
+		m[pre+"SLOTS"] = strconv.Itoa(t.Slots)
+		m[pre+"KEY"] = t.Key
+		m[pre+"FORMAT"] = string(t.Format)
+		m[pre+"EXCHANGE"] = t.Exchange
+		m[pre+"ROUTING_KEY"] = t.RoutingKey
+		m[pre+"KAFKA_TOPIC"] = t.KafkaTopic
+		m[pre+"KAFKA_KEY"] = t.KafkaKey
+	}
+	m["TOPICS"] = strings.Join(names, ",")
+
+	// Redact by the env tags rather than above, so a secret added later is
+	// redacted without anyone remembering to.
+	out := make(map[string]string, len(m))
+	secret := secretNames()
+	for k, v := range m {
+		if secret[k] {
+			v = redact(v)
+		}
+		out[Prefix+"_"+k] = v
+	}
+	return out
+}
+
+// LogValue makes slog print the redacted configuration, so logging a Config
+// never leaks a secret.
+func (c Config) LogValue() slog.Value {
+	m := c.Redacted()
+	keys := slices.Sorted(maps.Keys(m))
+	attrs := make([]slog.Attr, len(keys))
+	for i, k := range keys {
+		attrs[i] = slog.String(k, m[k])
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// secretNames are the variables (without prefix) tagged secret.
+func secretNames() map[string]bool {
+	s := map[string]bool{}
+	for f := range reflect.TypeFor[env]().Fields() {
+		if f.Tag.Get("secret") == "true" {
+			s[f.Tag.Get("envconfig")] = true
+		}
+	}
+	return s
+}
