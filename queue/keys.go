@@ -143,8 +143,17 @@ func Slot(member []byte, slots int) int {
 	return int(crc32.ChecksumIEEE(member) & uint32(slots-1))
 }
 
-// SlotOf returns the slot of a member of t.
-func (t Topic) SlotOf(member []byte) int { return Slot(member, t.slots()) }
+// SlotOf returns the slot of a member of t: from its bytes on raw topics, from
+// its id on envelope topics (a member that is not a valid envelope falls back
+// to its bytes; Locate reports the error instead).
+func (t Topic) SlotOf(member []byte) int {
+	if t.envelope() {
+		if id, err := EnvelopeID(member); err == nil {
+			return t.SlotOfID(id)
+		}
+	}
+	return Slot(member, t.slots())
+}
 
 // MessageID is the stable id of a raw member: the hex of the first 16 bytes of
 // its SHA-256. Every delivery of the same member carries the same id.

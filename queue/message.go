@@ -2,7 +2,8 @@ package queue
 
 import "fmt"
 
-// Message is a claimed member decoded according to its topic's format.
+// Message is a message as producers schedule it and the forwarder delivers
+// it: a claimed member decoded according to its topic's format.
 type Message struct {
 	// ID is the delivered message id: MessageID(member) for raw members, the
 	// envelope's id for envelopes.
@@ -15,13 +16,74 @@ type Message struct {
 }
 
 // Decode turns a member of t into the message to deliver. A member that does
-// not decode (an envelope topic holding something else) is an error: the
-// forwarder dead-letters it with the reason.
+// not decode (an envelope topic holding something else) is an error wrapping
+// ErrInvalidEnvelope: the forwarder dead-letters it with the reason, so it
+// never blocks its slot.
 func (t Topic) Decode(member string) (Message, error) {
 	switch t.Format {
 	case "", FormatRaw:
 		return Message{ID: MessageID([]byte(member)), Body: []byte(member)}, nil
+	case FormatEnvelope:
+		m, err := DecodeEnvelope([]byte(member))
+		if err != nil {
+			return Message{}, fmt.Errorf("decode member of topic %s: %w", t.Name, err)
+		}
+		return m, nil
 	default:
 		return Message{}, fmt.Errorf("decode member of topic %s: format %q is not supported", t.Name, t.Format)
 	}
 }
+
+// Encode turns a message into the member that carries it on t. A raw topic
+// carries only the body, so a message with an id, headers or a routing key is
+// an error there.
+func (t Topic) Encode(m Message) ([]byte, error) {
+	switch t.Format {
+	case "", FormatRaw:
+		if m.ID != "" || len(m.Headers) > 0 || m.RoutingKey != "" {
+			return nil, fmt.Errorf("encode for topic %s: %w", t.Name, ErrNotEnvelope)
+		}
+		return m.Body, nil
+	case FormatEnvelope:
+		b, err := EncodeEnvelope(m)
+		if err != nil {
+			return nil, fmt.Errorf("encode for topic %s: %w", t.Name, err)
+		}
+		return b, nil
+	default:
+		return nil, fmt.Errorf("encode for topic %s: format %q is not supported", t.Name, t.Format)
+	}
+}
+
+// envelope reports whether t's members are envelopes.
+func (t Topic) envelope() bool { return t.Format == FormatEnvelope }
+
+// memberID returns the id the :ids index uses for member: the envelope's id,
+// or "" for raw topics and members that are not valid envelopes.
+func (t Topic) memberID(member string) string {
+	if !t.envelope() {
+		return ""
+	}
+	id, err := EnvelopeID([]byte(member))
+	if err != nil {
+		return ""
+	}
+	return id
+}
+
+// Locate returns the slot and id of a member of t: for raw members the slot
+// comes from the bytes and the id is MessageID; for envelopes both come from
+// the envelope's id (an invalid envelope is an error).
+func (t Topic) Locate(member []byte) (slot int, id string, err error) {
+	if !t.envelope() {
+		return t.SlotOf(member), MessageID(member), nil
+	}
+	id, err = EnvelopeID(member)
+	if err != nil {
+		return 0, "", fmt.Errorf("topic %s: %w", t.Name, err)
+	}
+	return t.SlotOfID(id), id, nil
+}
+
+// SlotOfID returns the slot of an envelope id on t: CRC32-IEEE(id) & (slots-1).
+func (t Topic) SlotOfID(id string) int { return Slot([]byte(id), t.slots()) }

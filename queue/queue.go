@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -52,8 +53,8 @@ type Claim struct {
 func (q *Queue) Claim(ctx context.Context, t Topic, slot, limit int, lease time.Duration) (Claim, error) {
 	k := t.Keys(slot)
 	res, err := claimScript.Run(ctx, q.rdb,
-		[]string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason},
-		limit, lease.Milliseconds()).StringSlice()
+		[]string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason, k.IDs},
+		limit, lease.Milliseconds(), flag(t.envelope())).StringSlice()
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim %s: %w", k.Scheduled, err)
 	}
@@ -90,13 +91,17 @@ func (q *Queue) Claim(ctx context.Context, t Topic, slot, limit int, lease time.
 }
 
 // Ack forgets members the broker confirmed and returns how many were still in
-// flight.
+// flight. On envelope topics their ids leave the ids index.
 func (q *Queue) Ack(ctx context.Context, t Topic, slot int, members []string) (int, error) {
 	if len(members) == 0 {
 		return 0, nil
 	}
 	k := t.Keys(slot)
-	n, err := ackScript.Run(ctx, q.rdb, []string{k.Inflight, k.Due, k.Attempts}, toArgs(members)...).Int()
+	args := make([]any, 0, 2*len(members))
+	for _, m := range members {
+		args = append(args, m, t.memberID(m))
+	}
+	n, err := ackScript.Run(ctx, q.rdb, []string{k.Inflight, k.Due, k.Attempts, k.Scheduled, k.IDs}, args...).Int()
 	if err != nil {
 		return 0, fmt.Errorf("ack %d in %s: %w", len(members), k.Inflight, err)
 	}
@@ -161,8 +166,8 @@ func (q *Queue) Retry(ctx context.Context, t Topic, slot int, f Failure, maxAtte
 		permanent = "1"
 	}
 	n, err := retryScript.Run(ctx, q.rdb,
-		[]string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason},
-		f.Member, f.Backoff.Milliseconds(), maxAttempts, permanent, f.Reason).Int()
+		[]string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason, k.IDs},
+		f.Member, f.Backoff.Milliseconds(), maxAttempts, permanent, f.Reason, t.memberID(f.Member)).Int()
 	if err != nil {
 		return NotInflight, fmt.Errorf("retry in %s: %w", k.Inflight, err)
 	}
@@ -180,20 +185,30 @@ func (q *Queue) Retry(ctx context.Context, t Topic, slot int, f Failure, maxAtte
 type ReapResult struct {
 	Reaped int    // expired leases returned to the scheduled set
 	Cursor string // sweep cursor for the next call ("0": sweep finished)
-	Swept  int    // stale :due/:attempts records dropped
+	Swept  int    // stale :due/:attempts records (and :ids entries) dropped
 	Dead   int    // members with a +inf score dead-lettered
 }
 
+// idsCursor marks a sweep cursor that is in its second phase, over the :ids
+// HASH of an envelope topic.
+const idsCursor = "ids:"
+
 // Reap returns up to limit expired leases of one slot to the scheduled set and
-// advances the sweep of stale records from cursor ("0" to start).
+// advances the sweep of stale records from cursor ("0" to start). The sweep
+// walks the :due HASH and then, on envelope topics, the :ids HASH; the cursor
+// it returns is opaque and "0" once both are done.
 func (q *Queue) Reap(ctx context.Context, t Topic, slot, limit int, cursor string) (ReapResult, error) {
 	k := t.Keys(slot)
+	phase := "due"
 	if cursor == "" {
 		cursor = "0"
 	}
+	if rest, ok := strings.CutPrefix(cursor, idsCursor); ok {
+		phase, cursor = "ids", rest
+	}
 	res, err := reapScript.Run(ctx, q.rdb,
-		[]string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason},
-		limit, cursor).Slice()
+		[]string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason, k.IDs},
+		limit, cursor, phase, flag(t.envelope())).Slice()
 	if err != nil {
 		return ReapResult{}, fmt.Errorf("reap %s: %w", k.Inflight, err)
 	}
@@ -205,7 +220,21 @@ func (q *Queue) Reap(ctx context.Context, t Topic, slot, limit int, cursor strin
 	r.Cursor, _ = res[1].(string)
 	r.Swept, _ = toInt(res[2])
 	r.Dead, _ = toInt(res[3])
+	switch {
+	case phase == "due" && r.Cursor == "0" && t.envelope():
+		r.Cursor = idsCursor + "0"
+	case phase == "ids" && r.Cursor != "0":
+		r.Cursor = idsCursor + r.Cursor
+	}
 	return r, nil
+}
+
+// flag is a boolean script argument.
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 func toInt(v any) (int, bool) {

@@ -16,6 +16,29 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `
 
+// idsLua defines the helpers that keep the :ids index (envelope id -> member)
+// right: an id names its member while that member is scheduled or in flight.
+//
+// idof(m) is the id of an envelope member, or "" when m is not one (cjson
+// under pcall, so a malformed member never fails the script). Go passes ids
+// it decoded itself on the hot paths (ack, retry); idof serves the members a
+// script finds on its own (-inf and +inf scores).
+// unmap(ids, sched, inflight, id, m) drops ids[id] only when it still names m
+// and m is neither scheduled nor in flight.
+const idsLua = `
+local function idof(m)
+  local ok, v = pcall(cjson.decode, m)
+  if ok and type(v) == 'table' and type(v['id']) == 'string' then return v['id'] end
+  return ''
+end
+local function unmap(ids, sched, inflight, id, m)
+  if id ~= '' and redis.call('HGET', ids, id) == m
+    and not redis.call('ZSCORE', sched, m) and not redis.call('ZSCORE', inflight, m) then
+    redis.call('HDEL', ids, id)
+  end
+end
+`
+
 // claimScript moves due members to the in-flight set.
 //
 // KEYS[1] -> scheduled ZSET
@@ -24,15 +47,19 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // KEYS[4] -> attempts HASH
 // KEYS[5] -> dead ZSET
 // KEYS[6] -> dead reason HASH
+// KEYS[7] -> ids HASH (envelope topics)
 // ARGV[1] -> most members to claim
 // ARGV[2] -> lease, ms
+// ARGV[3] -> "1" when the topic's members are envelopes
 //
 // Returns {now, next, m1, due1, attempts1, m2, …}: now is Redis's time (ms),
 // next is the lowest score left in the scheduled set ("" when empty), due is
 // the original due time (kept from the first claim through retries and
 // reaps), attempts the failed attempts so far. A score of -inf can never be
-// honoured: such a member goes to the dead set instead.
-var claimScript = redis.NewScript(nowLua + `
+// honoured: such a member goes to the dead set instead (and, for an
+// envelope, leaves the ids index). Claiming leaves the ids index alone: an
+// id keeps naming its member while it is in flight.
+var claimScript = redis.NewScript(nowLua + idsLua + `
 local limit = tonumber(ARGV[1])
 local deadline = now + tonumber(ARGV[2])
 local items = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now), 'WITHSCORES', 'LIMIT', 0, limit)
@@ -48,6 +75,7 @@ if n > 0 then
       redis.call('HSET', KEYS[6], m, 'due time -inf can never be honoured')
       redis.call('HDEL', KEYS[3], m)
       redis.call('HDEL', KEYS[4], m)
+      if ARGV[3] == '1' then unmap(KEYS[7], KEYS[1], KEYS[2], idof(m), m) end
     else
       lease[#lease + 1] = deadline
       lease[#lease + 1] = m
@@ -77,16 +105,22 @@ return out
 // KEYS[1] -> inflight ZSET
 // KEYS[2] -> due HASH
 // KEYS[3] -> attempts HASH
-// ARGV    -> members
+// KEYS[4] -> scheduled ZSET
+// KEYS[5] -> ids HASH (envelope topics)
+// ARGV    -> member1, id1, member2, id2, … (id "" for raw members)
 //
 // Returns how many were still in flight. A member no longer in flight (its
-// lease expired and it was reaped) is left alone.
-var ackScript = redis.NewScript(`
+// lease expired and it was reaped, or the producer replaced it) is left
+// alone. An acked envelope leaves the ids index unless its member was
+// scheduled again meanwhile.
+var ackScript = redis.NewScript(idsLua + `
 local n = 0
-for i = 1, #ARGV do
-  if redis.call('ZREM', KEYS[1], ARGV[i]) == 1 then
-    redis.call('HDEL', KEYS[2], ARGV[i])
-    redis.call('HDEL', KEYS[3], ARGV[i])
+for i = 1, #ARGV, 2 do
+  local m = ARGV[i]
+  if redis.call('ZREM', KEYS[1], m) == 1 then
+    redis.call('HDEL', KEYS[2], m)
+    redis.call('HDEL', KEYS[3], m)
+    unmap(KEYS[5], KEYS[4], KEYS[1], ARGV[i + 1], m)
     n = n + 1
   end
 end
@@ -101,16 +135,19 @@ return n
 // KEYS[4] -> attempts HASH
 // KEYS[5] -> dead ZSET
 // KEYS[6] -> dead reason HASH
+// KEYS[7] -> ids HASH (envelope topics)
 // ARGV[1] -> member
 // ARGV[2] -> back-off before the next attempt, ms
 // ARGV[3] -> max attempts
 // ARGV[4] -> "1" when the failure is permanent (dead-letter at once)
 // ARGV[5] -> error text
+// ARGV[6] -> the member's envelope id ("" for raw or undecodable members)
 //
 // Returns -1 when the member is not in flight (someone else handled it: no
 // change), 0 when it was dead-lettered, else the attempts so far. A member the
-// producer rescheduled meanwhile keeps the producer's score.
-var retryScript = redis.NewScript(nowLua + `
+// producer rescheduled meanwhile keeps the producer's score. A dead-lettered
+// envelope leaves the ids index; one waiting to retry keeps its id.
+var retryScript = redis.NewScript(nowLua + idsLua + `
 local m = ARGV[1]
 if not redis.call('ZSCORE', KEYS[2], m) then return -1 end
 redis.call('ZREM', KEYS[2], m)
@@ -120,6 +157,7 @@ if ARGV[4] == '1' or n >= tonumber(ARGV[3]) then
   redis.call('HSET', KEYS[6], m, ARGV[5])
   redis.call('HDEL', KEYS[3], m)
   redis.call('HDEL', KEYS[4], m)
+  unmap(KEYS[7], KEYS[1], KEYS[2], ARGV[6], m)
   return 0
 end
 redis.call('ZADD', KEYS[1], 'NX', now + tonumber(ARGV[2]), m)
@@ -157,17 +195,22 @@ return n
 // KEYS[4] -> attempts HASH
 // KEYS[5] -> dead ZSET
 // KEYS[6] -> dead reason HASH
-// ARGV[1] -> most members to reap
-// ARGV[2] -> HSCAN cursor over the due HASH ("0" starts a sweep)
+// KEYS[7] -> ids HASH (envelope topics)
+// ARGV[1] -> most members to reap (and HSCAN COUNT of the sweep)
+// ARGV[2] -> HSCAN cursor ("0" starts a sweep)
+// ARGV[3] -> what the sweep scans: "due" (the due HASH) or "ids" (the ids HASH)
+// ARGV[4] -> "1" when the topic's members are envelopes
 //
 // Members whose lease passed go back to scheduled at their original due time
 // (so they are due at once and keep their order), unless the producer
-// rescheduled them meanwhile. The sweep drops :due/:attempts records of
-// members that are in neither set (cancelled while waiting to retry). A score
-// of +inf can never fall due: such members go to the dead set.
+// rescheduled them meanwhile; an envelope keeps its id. The "due" sweep drops
+// :due/:attempts records of members that are in neither set (cancelled while
+// waiting to retry); the "ids" sweep drops ids whose member is in neither set
+// (acked, dead-lettered or cancelled by a producer that skipped the index). A
+// score of +inf can never fall due: such members go to the dead set.
 //
 // Returns {reaped, next cursor, swept, dead}.
-var reapScript = redis.NewScript(nowLua + `
+var reapScript = redis.NewScript(nowLua + idsLua + `
 local limit = tonumber(ARGV[1])
 local nowstr = string.format('%.0f', now)
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', nowstr, 'LIMIT', 0, limit)
@@ -176,15 +219,28 @@ for _, m in ipairs(expired) do
   local due = redis.call('HGET', KEYS[3], m) or nowstr
   redis.call('ZADD', KEYS[1], 'NX', due, m)
 end
-local scan = redis.call('HSCAN', KEYS[3], ARGV[2], 'COUNT', limit)
 local swept = 0
-local fields = scan[2]
-for i = 1, #fields, 2 do
-  local m = fields[i]
-  if not redis.call('ZSCORE', KEYS[2], m) and not redis.call('ZSCORE', KEYS[1], m) then
-    redis.call('HDEL', KEYS[3], m)
-    redis.call('HDEL', KEYS[4], m)
-    swept = swept + 1
+local scan
+if ARGV[3] == 'ids' then
+  scan = redis.call('HSCAN', KEYS[7], ARGV[2], 'COUNT', limit)
+  local fields = scan[2]
+  for i = 1, #fields, 2 do
+    local m = fields[i + 1]
+    if not redis.call('ZSCORE', KEYS[2], m) and not redis.call('ZSCORE', KEYS[1], m) then
+      redis.call('HDEL', KEYS[7], fields[i])
+      swept = swept + 1
+    end
+  end
+else
+  scan = redis.call('HSCAN', KEYS[3], ARGV[2], 'COUNT', limit)
+  local fields = scan[2]
+  for i = 1, #fields, 2 do
+    local m = fields[i]
+    if not redis.call('ZSCORE', KEYS[2], m) and not redis.call('ZSCORE', KEYS[1], m) then
+      redis.call('HDEL', KEYS[3], m)
+      redis.call('HDEL', KEYS[4], m)
+      swept = swept + 1
+    end
   end
 end
 local inf = redis.call('ZRANGEBYSCORE', KEYS[1], '+inf', '+inf', 'LIMIT', 0, limit)
@@ -194,6 +250,7 @@ for _, m in ipairs(inf) do
   redis.call('HSET', KEYS[6], m, 'due time +inf can never be honoured')
   redis.call('HDEL', KEYS[3], m)
   redis.call('HDEL', KEYS[4], m)
+  if ARGV[4] == '1' then unmap(KEYS[7], KEYS[1], KEYS[2], idof(m), m) end
 end
 return {#expired, scan[1], swept, #inf}
 `)

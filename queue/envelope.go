@@ -1,0 +1,264 @@
+package queue
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// An envelope is the member format of FormatEnvelope topics: one JSON object
+//
+//	{"id":"order-42","body":"text","headers":{"k":"v"},"routing_key":"orders.eu"}
+//
+// with these fields (any other field makes the member invalid, so a typo such
+// as "routingKey" is reported instead of silently ignored):
+//   - id (required): the message id delivered with every attempt; 1 to
+//     MaxIDLen bytes of UTF-8 without control characters. The slot is
+//     CRC32-IEEE(id) & (slots-1).
+//   - body: a JSON string carries its UTF-8 text; any other JSON value
+//     (object, array, number, boolean) is delivered as its JSON text, byte for
+//     byte; null or absent is an empty body.
+//   - body_b64: standard base64 (with padding) of a binary body, instead of
+//     body (never both).
+//   - headers: an object of string values, delivered as AMQP headers or Kafka
+//     record headers. Names are 1 to MaxFieldLen bytes and may not start with
+//     ReservedHeaderPrefix (delaybridge's own headers).
+//   - routing_key: the AMQP routing key, or Kafka record key, of this message
+//     (up to MaxFieldLen bytes); empty means the topic's.
+//
+// The whole member must be valid UTF-8 and hold exactly one object, and no
+// field may appear twice.
+
+// Limits of an envelope.
+const (
+	// MaxIDLen is the longest id in bytes: an AMQP message-id is a short
+	// string of at most 255 bytes.
+	MaxIDLen = 255
+	// MaxFieldLen bounds header names and the routing key (AMQP short strings).
+	MaxFieldLen = 255
+	// ReservedHeaderPrefix starts the headers delaybridge sets itself.
+	ReservedHeaderPrefix = "x-delaybridge-"
+)
+
+// ErrInvalidEnvelope is wrapped by every error about a malformed envelope.
+var ErrInvalidEnvelope = errors.New("invalid envelope")
+
+// envelope is a parsed envelope before its body is decoded.
+type envelope struct {
+	id         string
+	body       json.RawMessage // as written; nil when absent
+	bodyB64    *string
+	headers    map[string]string
+	routingKey string
+}
+
+// envelopeOut is the canonical encoding written by EncodeEnvelope.
+type envelopeOut struct {
+	ID         string            `json:"id"`
+	Body       *string           `json:"body,omitempty"`
+	BodyB64    *string           `json:"body_b64,omitempty"`
+	Headers    map[string]string `json:"headers,omitempty"`
+	RoutingKey string            `json:"routing_key,omitempty"`
+}
+
+// EncodeEnvelope returns the member that carries m on an envelope topic. A
+// body that is valid UTF-8 is written as a JSON string, any other as
+// body_b64. The encoding is deterministic (header names sorted), so the same
+// message always gives the same member.
+func EncodeEnvelope(m Message) ([]byte, error) {
+	if err := checkEnvelope(m.ID, m.Headers, m.RoutingKey); err != nil {
+		return nil, err
+	}
+	out := envelopeOut{ID: m.ID, Headers: m.Headers, RoutingKey: m.RoutingKey}
+	if utf8.Valid(m.Body) {
+		s := string(m.Body)
+		out.Body = &s
+	} else {
+		s := base64.StdEncoding.EncodeToString(m.Body)
+		out.BodyB64 = &s
+	}
+	if len(out.Headers) == 0 {
+		out.Headers = nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return nil, fmt.Errorf("encode envelope %q: %w", m.ID, err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// DecodeEnvelope parses an envelope member into the message it delivers.
+// Every error wraps ErrInvalidEnvelope.
+func DecodeEnvelope(member []byte) (Message, error) {
+	e, err := parseEnvelope(member)
+	if err != nil {
+		return Message{}, err
+	}
+	body, err := e.decodeBody()
+	if err != nil {
+		return Message{}, err
+	}
+	return Message{ID: e.id, Body: body, Headers: e.headers, RoutingKey: e.routingKey}, nil
+}
+
+// EnvelopeID returns the id of an envelope member without decoding its body.
+func EnvelopeID(member []byte) (string, error) {
+	e, err := parseEnvelope(member)
+	if err != nil {
+		return "", err
+	}
+	return e.id, nil
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidEnvelope, fmt.Sprintf(format, args...))
+}
+
+// parseEnvelope reads the top-level object key by key, so duplicate and
+// unknown fields are caught (encoding/json would take the last duplicate and
+// match field names case-insensitively).
+func parseEnvelope(member []byte) (envelope, error) {
+	var e envelope
+	if !utf8.Valid(member) {
+		return e, invalid("not valid UTF-8 (a binary body goes in body_b64)")
+	}
+	dec := json.NewDecoder(bytes.NewReader(member))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return e, invalid("not a JSON object")
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return e, invalid("%v", err)
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return e, invalid("field %q appears twice", key)
+		}
+		seen[key] = true
+		switch key {
+		case "id":
+			err = decodeString(dec, key, &e.id)
+		case "body":
+			err = dec.Decode(&e.body)
+		case "body_b64":
+			var s string
+			err = decodeString(dec, key, &s)
+			e.bodyB64 = &s
+		case "headers":
+			if err = dec.Decode(&e.headers); err != nil {
+				err = invalid("headers must be an object of strings")
+			}
+		case "routing_key":
+			err = decodeString(dec, key, &e.routingKey)
+		default:
+			return e, invalid("unknown field %q", key)
+		}
+		if err != nil {
+			if !errors.Is(err, ErrInvalidEnvelope) {
+				err = invalid("field %q: %v", key, err)
+			}
+			return e, err
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return e, invalid("%v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return e, invalid("data after the JSON object")
+	}
+	if string(e.body) == "null" {
+		e.body = nil
+	}
+	if e.body != nil && e.bodyB64 != nil {
+		return e, invalid("both body and body_b64 are set")
+	}
+	if err := checkEnvelope(e.id, e.headers, e.routingKey); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+func decodeString(dec *json.Decoder, key string, s *string) error {
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	if len(raw) == 0 || raw[0] != '"' {
+		if string(raw) == "null" {
+			return nil
+		}
+		return invalid("%s must be a string", key)
+	}
+	return json.Unmarshal(raw, s)
+}
+
+func (e envelope) decodeBody() ([]byte, error) {
+	switch {
+	case e.bodyB64 != nil:
+		b, err := base64.StdEncoding.DecodeString(*e.bodyB64)
+		if err != nil {
+			return nil, invalid("body_b64 is not standard base64: %v", err)
+		}
+		return b, nil
+	case len(e.body) == 0:
+		return []byte{}, nil
+	case e.body[0] == '"':
+		var s string
+		if err := json.Unmarshal(e.body, &s); err != nil {
+			return nil, invalid("body: %v", err)
+		}
+		return []byte(s), nil
+	default:
+		return []byte(e.body), nil
+	}
+}
+
+// checkEnvelope validates the fields EncodeEnvelope and DecodeEnvelope share.
+func checkEnvelope(id string, headers map[string]string, routingKey string) error {
+	if err := CheckID(id); err != nil {
+		return err
+	}
+	for name, value := range headers {
+		switch {
+		case name == "" || len(name) > MaxFieldLen:
+			return invalid("header name %q must be 1 to %d bytes", name, MaxFieldLen)
+		case !utf8.ValidString(name) || !utf8.ValidString(value):
+			return invalid("header %q is not valid UTF-8", name)
+		case strings.HasPrefix(strings.ToLower(name), ReservedHeaderPrefix):
+			return invalid("header %q: names starting with %s are delaybridge's own", name, ReservedHeaderPrefix)
+		}
+	}
+	if len(routingKey) > MaxFieldLen || !utf8.ValidString(routingKey) {
+		return invalid("routing_key must be valid UTF-8 of at most %d bytes", MaxFieldLen)
+	}
+	return nil
+}
+
+// CheckID reports whether id can name an envelope message: 1 to MaxIDLen
+// bytes of UTF-8 without control characters.
+func CheckID(id string) error {
+	if id == "" {
+		return invalid("id is empty")
+	}
+	if len(id) > MaxIDLen {
+		return invalid("id is %d bytes, more than %d", len(id), MaxIDLen)
+	}
+	if !utf8.ValidString(id) {
+		return invalid("id is not valid UTF-8")
+	}
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return invalid("id %q holds a control character", id)
+		}
+	}
+	return nil
+}
