@@ -1,0 +1,124 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Timeouts of every Redis connection unless the URL's query sets its own
+// (?dial_timeout=…): short enough that a dead node is noticed within a scan
+// loop, long enough for a loaded Redis to answer a claim of a full batch.
+const (
+	redisDialTimeout  = 5 * time.Second
+	redisReadTimeout  = 3 * time.Second
+	redisWriteTimeout = 3 * time.Second
+)
+
+// Options builds go-redis options: a single Redis from URL, Redis Cluster
+// (Addrs, Cluster) or Sentinel (Addrs, SentinelMaster). The URL always gives
+// the database, credentials, TLS (rediss://) and go-redis's query options;
+// Username and Password, when set, override the URL's.
+func (r Redis) Options() (*redis.UniversalOptions, error) {
+	u, err := redis.ParseURL(r.URL)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s_REDIS_URL %s: %w", Prefix, redact(r.URL), redactURLError(err))
+	}
+	o := &redis.UniversalOptions{
+		DB:              u.DB,
+		Username:        u.Username,
+		Password:        u.Password,
+		ClientName:      u.ClientName,
+		Protocol:        u.Protocol,
+		MaxRetries:      u.MaxRetries,
+		MinRetryBackoff: u.MinRetryBackoff,
+		MaxRetryBackoff: u.MaxRetryBackoff,
+		DialTimeout:     or(u.DialTimeout, redisDialTimeout),
+		ReadTimeout:     or(u.ReadTimeout, redisReadTimeout),
+		WriteTimeout:    or(u.WriteTimeout, redisWriteTimeout),
+		PoolFIFO:        u.PoolFIFO,
+		PoolSize:        u.PoolSize, // 0: go-redis's default, 10 per GOMAXPROCS
+		PoolTimeout:     u.PoolTimeout,
+		MinIdleConns:    u.MinIdleConns,
+		MaxIdleConns:    u.MaxIdleConns,
+		MaxActiveConns:  u.MaxActiveConns,
+		ConnMaxIdleTime: u.ConnMaxIdleTime,
+		ConnMaxLifetime: u.ConnMaxLifetime,
+	}
+	if r.Username != "" {
+		o.Username = r.Username
+	}
+	if r.Password != "" {
+		o.Password = r.Password
+	}
+
+	// serverName stays empty for Cluster and Sentinel: crypto/tls then
+	// checks each node's certificate against the host it dialled.
+	var serverName string
+	switch {
+	case r.Cluster && r.SentinelMaster != "":
+		return nil, errors.New("redis: Cluster and Sentinel cannot both be set")
+	case r.Cluster:
+		if len(r.Addrs) == 0 {
+			return nil, errors.New("redis: Cluster needs Addrs")
+		}
+		if u.DB != 0 {
+			return nil, fmt.Errorf("redis: Cluster has only database 0, the URL selects %d", u.DB)
+		}
+		o.Addrs = r.Addrs
+		// One address (a configuration endpoint) would otherwise make
+		// NewUniversalClient build a single-node client.
+		o.IsClusterMode = true
+	case r.SentinelMaster != "":
+		if len(r.Addrs) == 0 {
+			return nil, errors.New("redis: Sentinel needs Addrs")
+		}
+		o.Addrs = r.Addrs
+		o.MasterName = r.SentinelMaster
+	case len(r.Addrs) > 0:
+		return nil, errors.New("redis: Addrs need Cluster or SentinelMaster")
+	default:
+		o.Addrs = []string{u.Addr}
+		serverName, _, _ = net.SplitHostPort(u.Addr)
+	}
+
+	t := r.TLS
+	t.Enabled = t.Enabled || u.TLSConfig != nil
+	if o.TLSConfig, err = t.Config(serverName); err != nil {
+		return nil, fmt.Errorf("redis TLS: %w", err)
+	}
+	if o.TLSConfig != nil && u.TLSConfig != nil && u.TLSConfig.InsecureSkipVerify {
+		o.TLSConfig.InsecureSkipVerify = true // ?skip_verify=true in the URL
+	}
+	return o, nil
+}
+
+// Client connects to Redis as Options describes. The caller closes it.
+func (r Redis) Client() (redis.UniversalClient, error) {
+	o, err := r.Options()
+	if err != nil {
+		return nil, err
+	}
+	return redis.NewUniversalClient(o), nil
+}
+
+func or(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// redactURLError keeps a *url.Error (it quotes the whole URL, password
+// included) from reaching logs.
+func redactURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return &url.Error{Op: ue.Op, URL: redact(ue.URL), Err: ue.Err}
+	}
+	return err
+}

@@ -1,0 +1,165 @@
+package config
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+)
+
+// redisView is the part of UniversalOptions that Options decides.
+type redisView struct {
+	Addrs                                  []string
+	DB                                     int
+	Username, Password, MasterName         string
+	IsClusterMode                          bool
+	DialTimeout, ReadTimeout, WriteTimeout time.Duration
+	PoolSize                               int
+	TLS                                    bool
+	ServerName                             string
+	Insecure, RootCAs                      bool
+	ClientCerts                            int
+}
+
+func viewOf(o *redis.UniversalOptions) redisView {
+	v := redisView{
+		Addrs: o.Addrs, DB: o.DB, Username: o.Username, Password: o.Password, MasterName: o.MasterName,
+		IsClusterMode: o.IsClusterMode, DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout,
+		WriteTimeout: o.WriteTimeout, PoolSize: o.PoolSize, TLS: o.TLSConfig != nil,
+	}
+	if o.TLSConfig != nil {
+		v.ServerName = o.TLSConfig.ServerName
+		v.Insecure = o.TLSConfig.InsecureSkipVerify
+		v.RootCAs = o.TLSConfig.RootCAs != nil
+		v.ClientCerts = len(o.TLSConfig.Certificates)
+	}
+	return v
+}
+
+func TestRedisOptions(t *testing.T) {
+	pki := newTestPKI(t)
+	timeouts := func(v redisView) redisView {
+		v.DialTimeout, v.ReadTimeout, v.WriteTimeout = 5*time.Second, 3*time.Second, 3*time.Second
+		return v
+	}
+	tests := []struct {
+		name  string
+		redis Redis
+		want  redisView
+	}{{
+		name:  "standalone from the URL",
+		redis: Redis{URL: "redis://app:url-pw@redis.internal:6380/3"},
+		want:  timeouts(redisView{Addrs: []string{"redis.internal:6380"}, DB: 3, Username: "app", Password: "url-pw"}),
+	}, {
+		name:  "variables override the URL's credentials",
+		redis: Redis{URL: "redis://app:url-pw@redis/0", Username: "acl", Password: "var-pw"},
+		want:  timeouts(redisView{Addrs: []string{"redis:6379"}, Username: "acl", Password: "var-pw"}),
+	}, {
+		name:  "URL query options win over the defaults",
+		redis: Redis{URL: "redis://redis/0?dial_timeout=10s&read_timeout=1s&pool_size=7"},
+		want:  redisView{Addrs: []string{"redis:6379"}, DialTimeout: 10 * time.Second, ReadTimeout: time.Second, WriteTimeout: 3 * time.Second, PoolSize: 7},
+	}, {
+		name:  "cluster, even with one address",
+		redis: Redis{URL: "redis://:pw@ignored:1", Addrs: []string{"cfg.cache.example:6379"}, Cluster: true},
+		want:  timeouts(redisView{Addrs: []string{"cfg.cache.example:6379"}, Password: "pw", IsClusterMode: true}),
+	}, {
+		name:  "sentinel",
+		redis: Redis{URL: "redis://:pw@ignored:1/2", Addrs: []string{"s1:26379", "s2:26379"}, SentinelMaster: "mymaster"},
+		want:  timeouts(redisView{Addrs: []string{"s1:26379", "s2:26379"}, DB: 2, Password: "pw", MasterName: "mymaster"}),
+	}, {
+		name:  "rediss enables TLS for the URL's host",
+		redis: Redis{URL: "rediss://redis.test:6380/0"},
+		want:  timeouts(redisView{Addrs: []string{"redis.test:6380"}, TLS: true, ServerName: "redis.test"}),
+	}, {
+		name:  "rediss with skip_verify",
+		redis: Redis{URL: "rediss://redis.test/0?skip_verify=true"},
+		want:  timeouts(redisView{Addrs: []string{"redis.test:6379"}, TLS: true, ServerName: "redis.test", Insecure: true}),
+	}, {
+		name:  "TLS files on a redis:// URL",
+		redis: Redis{URL: "redis://redis.test/0", TLS: TLS{Enabled: true, CAFile: pki.CAFile, CertFile: pki.ClientCert, KeyFile: pki.ClientKey}},
+		want:  timeouts(redisView{Addrs: []string{"redis.test:6379"}, TLS: true, ServerName: "redis.test", RootCAs: true, ClientCerts: 1}),
+	}, {
+		name:  "cluster TLS checks each node's own name",
+		redis: Redis{URL: "rediss://x/0", Addrs: []string{"n1:7000", "n2:7000"}, Cluster: true, TLS: TLS{CAFile: pki.CAFile, InsecureSkipVerify: true}},
+		want:  timeouts(redisView{Addrs: []string{"n1:7000", "n2:7000"}, IsClusterMode: true, TLS: true, Insecure: true, RootCAs: true}),
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := tt.redis.Options()
+			if err != nil {
+				t.Fatalf("Options: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, viewOf(o)); diff != "" {
+				t.Errorf("Options() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRedisOptionsErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		redis Redis
+		want  string
+	}{
+		{"bad URL, password hidden", Redis{URL: "redis://u:Sup3rSecret@h:x/0"}, "xxxxx"},
+		{"cluster with a database", Redis{URL: "redis://h/1", Addrs: []string{"a:1"}, Cluster: true}, "only database 0"},
+		{"addresses without a mode", Redis{URL: "redis://h/0", Addrs: []string{"a:1"}}, "Cluster or SentinelMaster"},
+		{"unreadable CA", Redis{URL: "rediss://h/0", TLS: TLS{CAFile: "/nonexistent/ca.pem"}}, "/nonexistent/ca.pem"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.redis.Options()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Options() error = %v, want one saying %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "Sup3rSecret") {
+				t.Errorf("error shows the password: %v", err)
+			}
+		})
+	}
+}
+
+func TestRedisClientKinds(t *testing.T) {
+	tests := []struct {
+		name  string
+		redis Redis
+		check func(redis.UniversalClient) bool
+	}{
+		{"standalone", Redis{URL: "redis://127.0.0.1:1/0"}, func(c redis.UniversalClient) bool { _, ok := c.(*redis.Client); return ok }},
+		{"cluster", Redis{URL: "redis://h/0", Addrs: []string{"127.0.0.1:1"}, Cluster: true}, func(c redis.UniversalClient) bool { _, ok := c.(*redis.ClusterClient); return ok }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := tt.redis.Client()
+			if err != nil {
+				t.Fatalf("Client: %v", err)
+			}
+			defer c.Close()
+			if !tt.check(c) {
+				t.Errorf("Client() is a %T", c)
+			}
+		})
+	}
+}
+
+func TestRedisClientReachesRedis(t *testing.T) {
+	url := os.Getenv("DELAYBRIDGE_TEST_REDIS_URL")
+	if url == "" {
+		url = "redis://127.0.0.1:6379/0"
+	}
+	c, err := Redis{URL: url}.Client()
+	if err != nil {
+		t.Fatalf("Client(%s): %v", Redacted(url), err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING Redis at %s (set DELAYBRIDGE_TEST_REDIS_URL): %v", Redacted(url), err)
+	}
+}
