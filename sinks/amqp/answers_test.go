@@ -64,12 +64,15 @@ func TestUnroutableRoutingKeyFailsOnlyItsMessages(t *testing.T) {
 	c := d.consume(t)
 	s := newSink(t, testURL(), d, 0)
 
-	msgs := sinktest.Messages(8)
-	msgs[1].RoutingKey = "nowhere"
-	msgs[4].RoutingKey = "nowhere"
+	msgs := sinktest.Messages(600)
+	for i := range msgs {
+		if i%3 == 1 {
+			msgs[i].RoutingKey = "nowhere"
+		}
+	}
 	msgs[4].ID = msgs[1].ID // same identity twice: each return marks one message
 	msgs[6].RoutingKey = d.key
-	msgs[7].ID = msgs[1].ID // same id, routable key: must not be blamed
+	msgs[8].ID = msgs[1].ID // same id, routable key: must not be blamed
 	errs := batchErrs(t, publish(t, s, msgs), len(msgs))
 	var delivered []sinks.Message
 	for i, err := range errs {
