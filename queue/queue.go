@@ -271,11 +271,13 @@ func Score(due time.Time) (float64, error) {
 	return f, nil
 }
 
-// MillisTime converts a score in Unix milliseconds to a time.
+// MillisTime converts a score in Unix milliseconds to a time. Whole
+// milliseconds convert exactly (a due header never shifts by one).
 func MillisTime(ms float64) time.Time {
-	if math.IsInf(ms, 0) || math.IsNaN(ms) {
+	if math.IsInf(ms, 0) || math.IsNaN(ms) || math.Abs(ms) > 1<<62 {
 		return time.Time{}
 	}
-	sec, frac := math.Modf(ms / 1000)
-	return time.Unix(int64(sec), int64(frac*1e9))
+	whole := math.Floor(ms)
+	frac := time.Duration((ms - whole) * float64(time.Millisecond))
+	return time.UnixMilli(int64(whole)).Add(frac)
 }

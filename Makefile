@@ -1,0 +1,42 @@
+# delaybridge — common tasks. `make demo` and `make test` start Redis and
+# RabbitMQ on 127.0.0.1 first when they are not running (scripts/services.sh).
+
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
+.PHONY: build test lint demo demo-kafka services chaos bench bench-quick clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/delaybridge ./cmd/delaybridge
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/devkafka ./cmd/devkafka
+
+services:
+	scripts/services.sh start
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+test: services lint
+	$(GO) test -race -timeout 20m ./...
+	cd deploy && $(GO) test -timeout 15m ./...
+
+demo: services build
+	scripts/demo.sh amqp
+
+demo-kafka: services build
+	scripts/demo.sh kafka
+
+chaos: services build
+	$(GO) test -race -count=1 -timeout 10m -run . ./chaos/...
+
+bench: services build
+	$(GO) run ./bench -out bench/results.json
+
+bench-quick: services build
+	$(GO) run ./bench -quick -out bench/results-quick.json
+
+clean:
+	rm -rf bin

@@ -1,0 +1,78 @@
+// Command delaybridge moves delayed messages out of Redis sorted sets into
+// RabbitMQ or Kafka when they fall due. `delaybridge run` is the daemon; the
+// other commands schedule, inspect and repair. This package only wires: it
+// loads the configuration, builds the clients and maps errors to exit codes.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFail   = 1 // the command ran and failed
+	exitConfig = 2 // bad configuration or usage
+)
+
+// stdio is where a command reads and writes.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// command is one sub-command of the binary.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, s stdio) int
+}
+
+func commands() []command {
+	return []command{
+		{"run", "run the daemon (the default)", runDaemon},
+		{"check", "validate the configuration and reach Redis and the brokers", runCheck},
+		{"version", "print the version", runVersion},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	code := dispatch(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr})
+	stop()
+	os.Exit(code)
+}
+
+func dispatch(ctx context.Context, args []string, s stdio) int {
+	name := "run"
+	if len(args) > 0 {
+		name, args = args[0], args[1:]
+	}
+	switch name {
+	case "help", "-h", "--help", "-help":
+		usage(s.out)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == name {
+			return c.run(ctx, args, s)
+		}
+	}
+	fmt.Fprintf(s.err, "delaybridge: unknown command %q\n\n", name)
+	usage(s.err)
+	return exitConfig
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: delaybridge [command] [flags]")
+	fmt.Fprintln(w, "\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nEvery command reads the DELAYBRIDGE_* environment variables; `delaybridge <command> --help` for its flags.")
+}

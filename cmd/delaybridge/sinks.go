@@ -1,0 +1,78 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+
+	"github.com/delaybridge/delaybridge/config"
+	"github.com/delaybridge/delaybridge/forwarder"
+	"github.com/delaybridge/delaybridge/sinks"
+	"github.com/delaybridge/delaybridge/sinks/amqp"
+	"github.com/delaybridge/delaybridge/sinks/kafka"
+)
+
+// buildSinks creates one sink per topic; the returned func closes them all.
+func buildSinks(cfg config.Config, log *slog.Logger) ([]forwarder.Topic, func(), error) {
+	var made []sinks.Sink
+	closeAll := func() {
+		for _, s := range made {
+			if err := s.Close(); err != nil {
+				log.Warn("close sink", "err", err)
+			}
+		}
+	}
+	topics := make([]forwarder.Topic, 0, len(cfg.Topics))
+	for _, t := range cfg.Topics {
+		s, err := newSink(cfg, t, log)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("sink of topic %s: %w", t.Name, err)
+		}
+		made = append(made, s)
+		topics = append(topics, forwarder.Topic{Topic: t.Queue(cfg.KeyPrefix), Sink: s})
+	}
+	return topics, closeAll, nil
+}
+
+func newSink(cfg config.Config, t config.Topic, log *slog.Logger) (sinks.Sink, error) {
+	log = log.With("topic", t.Name)
+	switch t.Sink {
+	case "amqp":
+		host := ""
+		if u, err := url.Parse(cfg.AMQP.URL); err == nil {
+			host = u.Hostname()
+		}
+		tlsCfg, err := cfg.AMQP.TLS.Config(host)
+		if err != nil {
+			return nil, err
+		}
+		return amqp.New(amqp.Config{
+			URL:            cfg.AMQP.URL,
+			TLS:            tlsCfg,
+			Exchange:       t.Exchange,
+			RoutingKey:     t.RoutingKey,
+			MaxMessageSize: cfg.AMQP.MaxMessageSize,
+			Name:           "delaybridge " + cfg.ReplicaID + " " + t.Name,
+		}, log)
+	case "kafka":
+		tlsCfg, err := cfg.Kafka.TLS.Config("")
+		if err != nil {
+			return nil, err
+		}
+		return kafka.New(kafka.Config{
+			Brokers:       cfg.Kafka.Brokers,
+			Topic:         t.KafkaTopic,
+			KeyMode:       t.KafkaKey,
+			ClientID:      cfg.Kafka.ClientID,
+			Compression:   cfg.Kafka.Compression,
+			TLS:           tlsCfg,
+			SASLMechanism: cfg.Kafka.SASLMechanism,
+			SASLUsername:  cfg.Kafka.SASLUsername,
+			SASLPassword:  cfg.Kafka.SASLPassword,
+		}, log)
+	default:
+		return nil, errors.New("unknown sink " + t.Sink)
+	}
+}
