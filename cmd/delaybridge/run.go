@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,6 +74,9 @@ func newLogger(cfg config.Config, s stdio) *slog.Logger {
 // serve runs the daemon until ctx ends.
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	log.Info("delaybridge starting", "version", version, "commit", commit, "replica", cfg.ReplicaID, "config", cfg.Redacted())
+	for _, name := range cfg.Unused(os.Environ()) {
+		log.Warn("variable is not used by this configuration (misspelt, or its topic is not in DELAYBRIDGE_TOPICS?)", "var", name)
+	}
 	rdb, err := cfg.Redis.Client()
 	if err != nil {
 		return fmt.Errorf("redis client: %w", err)
