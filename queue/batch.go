@@ -60,6 +60,7 @@ func (q *Queue) ScheduleBatch(ctx context.Context, t Topic, items []Item) ([]Rec
 	var failed []error
 	for i, c := range cmds {
 		res, err := c.Slice()
+		err = dueErr(err)
 		if err == nil {
 			err = receipts[i].fill(res)
 		}

@@ -1,6 +1,8 @@
-// Package queue owns delaybridge's Redis data model: key names, slots, the Lua
-// scripts that claim, ack, retry, release and reap messages, and the producer
-// API (Schedule, Cancel).
+// Package queue owns delaybridge's Redis data model: key names, slots, the
+// member formats (raw and envelope), the Lua scripts that claim, ack, retry,
+// release and reap messages, and the producer API: ScheduleAt, ScheduleIn,
+// ScheduleBatch, Cancel, CancelID, Reschedule, Get, and the dead set's
+// DeadList, DeadFind, Requeue and Purge.
 //
 // Every script touches the keys of exactly one topic×slot, and all keys of a
 // slot share one Redis Cluster hash tag, so every call runs on one node and is
@@ -12,6 +14,18 @@
 //   - Claims come in score order and move members to the in-flight set with a
 //     lease, recording the original due time once.
 //   - Ack, Retry and Release change nothing for a member that is no longer in
-//     flight (another replica already handled it).
+//     flight (another replica already handled it, or a producer replaced it).
 //   - Reap returns expired leases to the scheduled set exactly once.
+//   - On envelope topics the per-slot :ids HASH names a member exactly while
+//     it is scheduled or in flight: every script keeps it so, and the reap
+//     sweep drops what a producer that bypassed the scripts left behind.
+//
+// And to producers:
+//   - A due time that cannot be honoured (before 1970, or a millisecond a
+//     float64 score cannot hold) is refused with ErrBadDueTime, never
+//     delivered early.
+//   - Scheduling an envelope id that exists replaces that message atomically.
+//   - Cancel and Reschedule of a message already claimed change nothing and
+//     report ErrInFlight.
+//   - Every successful schedule announces itself on WakeChannel.
 package queue

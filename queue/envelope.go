@@ -175,6 +175,9 @@ func parseEnvelope(member []byte) (envelope, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return e, invalid("data after the JSON object")
 	}
+	if len(e.headers) == 0 {
+		e.headers = nil // {} and null mean no headers, as an absent field does
+	}
 	if string(e.body) == "null" {
 		e.body = nil
 	}

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Decisions the producer API reports; check them with errors.Is.
@@ -149,7 +152,7 @@ func (q *Queue) ScheduleMember(ctx context.Context, t Topic, member []byte, when
 	}
 	res, err := scheduleScript.Run(ctx, q.rdb, c.keys, c.args...).Slice()
 	if err != nil {
-		return Receipt{}, fmt.Errorf("schedule in %s: %w", t.Keys(r.Slot).Scheduled, err)
+		return Receipt{}, fmt.Errorf("schedule in %s: %w", t.Keys(r.Slot).Scheduled, dueErr(err))
 	}
 	return r, r.fill(res)
 }
@@ -258,7 +261,7 @@ func (q *Queue) Reschedule(ctx context.Context, t Topic, ref Ref, when When) (Re
 	res, err := rescheduleScript.Run(ctx, q.rdb, []string{k.Scheduled, k.Inflight, k.Due, k.IDs},
 		member, id, mode, value, channel, prefix).Slice()
 	if err != nil {
-		return Receipt{}, fmt.Errorf("reschedule in %s: %w", k.Scheduled, err)
+		return Receipt{}, fmt.Errorf("reschedule in %s: %w", k.Scheduled, dueErr(err))
 	}
 	if len(res) != 3 {
 		return Receipt{}, fmt.Errorf("reschedule in %s: malformed reply of %d elements", k.Scheduled, len(res))
@@ -281,6 +284,14 @@ func (q *Queue) Reschedule(ctx context.Context, t Topic, ref Ref, when When) (Re
 		return Receipt{}, fmt.Errorf("reschedule in %s: parse score %q: %w", k.Scheduled, s, err)
 	}
 	return r, nil
+}
+
+// dueErr turns a script's refusal of a due time into ErrBadDueTime.
+func dueErr(err error) error {
+	if redis.HasErrorPrefix(err, "due time") {
+		return fmt.Errorf("%w: %s", ErrBadDueTime, strings.TrimPrefix(err.Error(), "ERR "))
+	}
+	return err
 }
 
 // needEnvelope checks that t is an envelope topic and id a valid id.
