@@ -37,6 +37,11 @@ func commands() []command {
 	return []command{
 		{"run", "run the daemon (the default)", runDaemon},
 		{"check", "validate the configuration and reach Redis and the brokers", runCheck},
+		{"schedule", "schedule a message (at a time or after a delay)", runSchedule},
+		{"cancel", "cancel a message not yet claimed, by id or member", runCancel},
+		{"reschedule", "move a scheduled message to a new time, by id or member", runReschedule},
+		{"stats", "show the backlog per topic and slot (--watch to follow)", runStats},
+		{"dead", "list, requeue or purge dead messages", runDead},
 		{"version", "print the version", runVersion},
 	}
 }

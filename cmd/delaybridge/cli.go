@@ -1,0 +1,280 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delaybridge/delaybridge/config"
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+// The plumbing shared by the producer and operator commands (schedule,
+// cancel, reschedule, stats, dead): configuration, a queue over Redis, flag
+// parsing, due times and output.
+
+// cli is one run of a producer or operator command.
+type cli struct {
+	name string // e.g. "schedule", for messages
+	s    stdio
+	cfg  config.Config
+	rdb  redis.UniversalClient
+	q    *queue.Queue
+}
+
+// openCLI loads the DELAYBRIDGE_* configuration and connects to Redis. On
+// failure it has printed why and returns the exit code.
+func openCLI(name string, s stdio) (*cli, int) {
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintf(s.err, "delaybridge %s: bad configuration:\n", name)
+		var joined interface{ Unwrap() []error }
+		if errors.As(err, &joined) {
+			for _, e := range joined.Unwrap() {
+				fmt.Fprintf(s.err, "  %v\n", e)
+			}
+		} else {
+			fmt.Fprintf(s.err, "  %v\n", err)
+		}
+		return nil, exitConfig
+	}
+	rdb, err := cfg.Redis.Client()
+	if err != nil {
+		fmt.Fprintf(s.err, "delaybridge %s: redis: %v\n", name, err)
+		return nil, exitConfig
+	}
+	return &cli{name: name, s: s, cfg: cfg, rdb: rdb, q: queue.New(rdb)}, exitOK
+}
+
+func (c *cli) close() { c.rdb.Close() }
+
+// topic finds a configured topic by name.
+func (c *cli) topic(name string) (queue.Topic, error) {
+	var names []string
+	for _, t := range c.cfg.Topics {
+		if t.Name == name {
+			return t.Queue(c.cfg.KeyPrefix), nil
+		}
+		names = append(names, t.Name)
+	}
+	return queue.Topic{}, fmt.Errorf("unknown topic %q (DELAYBRIDGE_TOPICS has %s)", name, strings.Join(names, ", "))
+}
+
+// topics finds the named topics, or every configured one when none is named.
+func (c *cli) topics(names []string) ([]queue.Topic, error) {
+	if len(names) == 0 {
+		out := make([]queue.Topic, len(c.cfg.Topics))
+		for i, t := range c.cfg.Topics {
+			out[i] = t.Queue(c.cfg.KeyPrefix)
+		}
+		return out, nil
+	}
+	out := make([]queue.Topic, 0, len(names))
+	for _, n := range names {
+		t, err := c.topic(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// fail prints an error and returns the exit code it deserves: 2 for what the
+// user must change in the command line, 1 for anything else.
+func (c *cli) fail(err error) int {
+	fmt.Fprintf(c.s.err, "delaybridge %s: %v\n", c.name, err)
+	if usageError(err) {
+		return exitConfig
+	}
+	return exitFail
+}
+
+func usageError(err error) bool {
+	return errors.Is(err, queue.ErrInvalidEnvelope) || errors.Is(err, queue.ErrNotEnvelope) ||
+		errors.Is(err, queue.ErrBadDueTime) || errors.Is(err, errUsage)
+}
+
+// errUsage marks errors in the command line.
+var errUsage = errors.New("usage")
+
+func usagef(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
+
+// newFlags is a FlagSet that prints nothing by itself: parseFlags prints the
+// help to stdout when asked, and the problem plus the help to stderr.
+func newFlags(name, usage string, s stdio) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fmt.Fprintln(fs.Output(), "\nFlags:")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses flags wherever they stand among the arguments (so
+// `schedule orders --in 5m body` works) and returns the positional
+// arguments; "--" ends the flags. ok false means the command must return
+// code.
+func parseFlags(fs *flag.FlagSet, args []string, s stdio) (pos []string, code int, ok bool) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(s.out)
+				fs.Usage()
+				return nil, exitOK, false
+			}
+			fmt.Fprintf(s.err, "delaybridge %s: %v\n\n", fs.Name(), err)
+			fs.SetOutput(s.err)
+			fs.Usage()
+			return nil, exitConfig, false
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, exitOK, true
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), exitOK, true
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}
+
+// badUsage prints a usage problem with the command's help and returns 2.
+func badUsage(fs *flag.FlagSet, s stdio, format string, args ...any) int {
+	fmt.Fprintf(s.err, "delaybridge %s: %s\n\n", fs.Name(), fmt.Sprintf(format, args...))
+	fs.SetOutput(s.err)
+	fs.Usage()
+	return exitConfig
+}
+
+// headerFlags collects repeated --header name=value flags.
+type headerFlags map[string]string
+
+func (h headerFlags) String() string { return "" }
+
+func (h headerFlags) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want name=value, got %q", v)
+	}
+	h[name] = value
+	return nil
+}
+
+// parseWhen reads --at and --in; ok is false when neither is given.
+func parseWhen(at, in string) (queue.When, bool, error) {
+	switch {
+	case at != "" && in != "":
+		return queue.When{}, false, usagef("give --at or --in, not both")
+	case at != "":
+		t, err := parseTime(at)
+		if err != nil {
+			return queue.When{}, false, err
+		}
+		return queue.At(t), true, nil
+	case in != "":
+		d, err := time.ParseDuration(in)
+		if err != nil {
+			return queue.When{}, false, usagef("--in %q is not a duration such as 90s, 15m or 36h", in)
+		}
+		return queue.In(d), true, nil
+	}
+	return queue.When{}, false, nil
+}
+
+// parseTime reads RFC 3339 or Unix milliseconds.
+func parseTime(s string) (time.Time, error) {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.UnixMilli(ms), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, usagef("--at %q is neither RFC 3339 (2030-01-02T15:04:05Z) nor Unix milliseconds", s)
+	}
+	return t, nil
+}
+
+// readInput is the argument, or standard input when it is absent or "-".
+func readInput(s stdio, arg string, given bool) ([]byte, error) {
+	if given && arg != "-" {
+		return []byte(arg), nil
+	}
+	b, err := io.ReadAll(s.in)
+	if err != nil {
+		return nil, fmt.Errorf("read standard input: %w", err)
+	}
+	return b, nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// jsonTime is a time for JSON output: RFC 3339 in UTC, or null when zero.
+func jsonTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format(time.RFC3339Nano)
+	return &s
+}
+
+// printable shows a member or body for people: as is when it is short
+// printable text, quoted otherwise, and cut at max bytes.
+func printable(b []byte, max int) string {
+	cut := len(b) > max
+	if cut {
+		b = b[:max]
+	}
+	s := string(b)
+	if !strconv.CanBackquote(s) || strings.ContainsAny(s, "\n\r\t") {
+		s = strconv.Quote(s)
+	}
+	if cut {
+		s += "…"
+	}
+	return s
+}
+
+// shortDuration prints a duration in at most two units: 3d4h, 4h3m, 3m2s,
+// 2.5s, 120ms.
+func shortDuration(d time.Duration) string {
+	if d < 0 {
+		d = -d
+	}
+	if r := d.Round(time.Millisecond); r < time.Second {
+		return r.String()
+	}
+	if r := d.Round(100 * time.Millisecond); r < time.Minute {
+		return r.String()
+	}
+	if r := d.Round(time.Second); r < time.Hour {
+		return fmt.Sprintf("%dm%ds", int(r.Minutes()), int(r.Seconds())%60)
+	}
+	if r := d.Round(time.Minute); r < 24*time.Hour {
+		return fmt.Sprintf("%dh%dm", int(r.Hours()), int(r.Minutes())%60)
+	}
+	r := d.Round(time.Hour)
+	return fmt.Sprintf("%dd%dh", int(r.Hours())/24, int(r.Hours())%24)
+}
+
+// relative says when t is from now: "in 3m2s" or "3m2s ago".
+func relative(t, now time.Time) string {
+	if t.Before(now) {
+		return shortDuration(now.Sub(t)) + " ago"
+	}
+	return "in " + shortDuration(t.Sub(now))
+}

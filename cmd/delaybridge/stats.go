@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+const statsUsage = `usage: delaybridge stats [flags] [TOPIC...]
+
+Shows the backlog of every configured topic (or the named ones): per topic a
+total row ("all") and, for topics with several slots, one row per slot that
+holds anything (--all-slots: every slot). Times are Redis's.
+
+  SCHEDULED       waiting in the scheduled set, overdue ones included
+  OVERDUE         scheduled with a due time already passed
+  IN FLIGHT       claimed, waiting for the broker's confirmation
+  DEAD            in the dead set (see delaybridge dead list)
+  NEXT DUE        the earliest due time still ahead
+  OLDEST OVERDUE  how late the most overdue message is
+
+Examples:
+  delaybridge stats
+  delaybridge stats --watch --interval 1s orders
+  delaybridge stats --json
+`
+
+// runStats is `delaybridge stats`.
+func runStats(ctx context.Context, args []string, s stdio) int {
+	fs := newFlags("stats", statsUsage, s)
+	watch := fs.Bool("watch", false, "refresh until interrupted")
+	interval := fs.Duration("interval", 2*time.Second, "refresh period with --watch")
+	allSlots := fs.Bool("all-slots", false, "show every slot, empty ones too")
+	asJSON := fs.Bool("json", false, "print JSON (with --watch: one object per line per refresh)")
+	names, code, ok := parseFlags(fs, args, s)
+	if !ok {
+		return code
+	}
+	if *interval <= 0 {
+		return badUsage(fs, s, "--interval must be positive")
+	}
+	c, code := openCLI("stats", s)
+	if c == nil {
+		return code
+	}
+	defer c.close()
+	topics, err := c.topics(names)
+	if err != nil {
+		return badUsage(fs, s, "%v", err)
+	}
+	redraw := *watch && !*asJSON && isTerminal(s.out)
+	tick := time.NewTicker(*interval)
+	defer tick.Stop()
+	for {
+		all := make([][]queue.SlotStats, len(topics))
+		for i, t := range topics {
+			if all[i], err = c.q.TopicStats(ctx, t); err != nil {
+				if *watch && ctx.Err() != nil {
+					return exitOK
+				}
+				return c.fail(err)
+			}
+		}
+		if redraw {
+			fmt.Fprint(s.out, "\033[H\033[2J")
+		}
+		if *asJSON {
+			err = writeJSON(s.out, statsJSON(topics, all))
+		} else {
+			err = printStats(s.out, topics, all, *allSlots, *watch)
+		}
+		if err != nil {
+			return c.fail(fmt.Errorf("write stats: %w", err))
+		}
+		if !*watch {
+			return exitOK
+		}
+		select {
+		case <-ctx.Done():
+			return exitOK
+		case <-tick.C:
+		}
+	}
+}
+
+// total sums the slots of one topic into one row.
+func total(slots []queue.SlotStats) queue.SlotStats {
+	t := queue.SlotStats{Slot: -1}
+	for _, s := range slots {
+		t.Scheduled += s.Scheduled
+		t.Overdue += s.Overdue
+		t.Inflight += s.Inflight
+		t.Dead += s.Dead
+		if t.Now.Before(s.Now) {
+			t.Now = s.Now
+		}
+		if !s.NextDue.IsZero() && (t.NextDue.IsZero() || s.NextDue.Before(t.NextDue)) {
+			t.NextDue = s.NextDue
+		}
+		if !s.OldestOverdue.IsZero() && (t.OldestOverdue.IsZero() || s.OldestOverdue.Before(t.OldestOverdue)) {
+			t.OldestOverdue = s.OldestOverdue
+		}
+	}
+	return t
+}
+
+// statsFormat keeps a row within 92 columns.
+const statsFormat = "%-16s %5s %10s %9s %9s %8s  %-13s %s\n"
+
+func printStats(w io.Writer, topics []queue.Topic, all [][]queue.SlotStats, allSlots, watch bool) error {
+	var now time.Time
+	if len(all) > 0 && len(all[0]) > 0 {
+		now = all[0][0].Now
+	}
+	if watch {
+		fmt.Fprintf(w, "delaybridge stats at %s (Ctrl-C stops)\n\n", now.UTC().Format(time.RFC3339))
+	}
+	if _, err := fmt.Fprintf(w, statsFormat, "TOPIC", "SLOT", "SCHEDULED", "OVERDUE", "IN FLIGHT", "DEAD", "NEXT DUE", "OLDEST OVERDUE"); err != nil {
+		return err
+	}
+	for i, t := range topics {
+		name := t.Name
+		if len(name) > 16 {
+			name = name[:15] + "…"
+		}
+		row := func(slot string, st queue.SlotStats) error {
+			next, oldest := "-", "-"
+			if !st.NextDue.IsZero() {
+				next = "in " + shortDuration(st.NextDue.Sub(st.Now))
+			}
+			if !st.OldestOverdue.IsZero() {
+				oldest = shortDuration(st.Now.Sub(st.OldestOverdue))
+			}
+			_, err := fmt.Fprintf(w, statsFormat, name, slot, count(st.Scheduled), count(st.Overdue),
+				count(st.Inflight), count(st.Dead), next, oldest)
+			return err
+		}
+		if err := row("all", total(all[i])); err != nil {
+			return err
+		}
+		if len(all[i]) == 1 {
+			continue
+		}
+		for _, st := range all[i] {
+			if allSlots || st.Scheduled+st.Inflight+st.Dead > 0 {
+				if err := row(strconv.Itoa(st.Slot), st); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// count prints a number with thousands separators.
+func count(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+type slotJSON struct {
+	Slot               *int    `json:"slot,omitempty"`
+	Scheduled          int64   `json:"scheduled"`
+	Overdue            int64   `json:"overdue"`
+	Inflight           int64   `json:"inflight"`
+	Dead               int64   `json:"dead"`
+	NextDue            *string `json:"next_due"`
+	OldestOverdue      *string `json:"oldest_overdue"`
+	OldestOverdueAgeMS int64   `json:"oldest_overdue_age_ms"`
+}
+
+func toSlotJSON(st queue.SlotStats, withSlot bool) slotJSON {
+	j := slotJSON{Scheduled: st.Scheduled, Overdue: st.Overdue, Inflight: st.Inflight, Dead: st.Dead,
+		NextDue: jsonTime(st.NextDue), OldestOverdue: jsonTime(st.OldestOverdue)}
+	if withSlot {
+		slot := st.Slot
+		j.Slot = &slot
+	}
+	if !st.OldestOverdue.IsZero() {
+		j.OldestOverdueAgeMS = st.Now.Sub(st.OldestOverdue).Milliseconds()
+	}
+	return j
+}
+
+func statsJSON(topics []queue.Topic, all [][]queue.SlotStats) map[string]any {
+	var now time.Time
+	out := make([]map[string]any, len(topics))
+	for i, t := range topics {
+		slots := make([]slotJSON, len(all[i]))
+		for j, st := range all[i] {
+			slots[j] = toSlotJSON(st, true)
+		}
+		tot := total(all[i])
+		now = tot.Now
+		out[i] = map[string]any{"topic": t.Name, "total": toSlotJSON(tot, false), "slots": slots}
+	}
+	return map[string]any{"time": jsonTime(now), "topics": out}
+}
+
+// isTerminal reports whether w is a character device (a terminal), where
+// --watch redraws the screen instead of appending.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
