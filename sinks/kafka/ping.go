@@ -1,0 +1,62 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/delaybridge/delaybridge/sinks"
+)
+
+const (
+	// pingTTL is how long a Ping answer is reused: the forwarder and
+	// /readyz may ask often, a broker need not hear of it every time.
+	pingTTL = time.Second
+	// pingTimeout bounds one check.
+	pingTimeout = 2 * time.Second
+)
+
+type pingCache struct {
+	mu  sync.Mutex // held during a check: concurrent callers share it
+	at  time.Time
+	err error
+}
+
+// Ping reports whether a broker answers: an ApiVersions round trip over the
+// sink's own connection pool (so TLS and SASL are checked too), at most one
+// per second. Its errors wrap sinks.ErrNotConnected.
+func (s *Sink) Ping(ctx context.Context) error {
+	if !s.enter() {
+		return sinks.NotConnected(sinks.ErrClosed)
+	}
+	defer s.inflight.Done()
+	s.ping.mu.Lock()
+	defer s.ping.mu.Unlock()
+	if !s.ping.at.IsZero() && time.Since(s.ping.at) < pingTTL {
+		return s.ping.err
+	}
+	err := s.checkBroker(ctx)
+	if ctx.Err() != nil {
+		// The caller gave up: that says nothing about the broker.
+		return fmt.Errorf("ping kafka: %w", sinks.NotConnected(ctx.Err()))
+	}
+	s.ping.at, s.ping.err = time.Now(), err
+	return err
+}
+
+func (s *Sink) checkBroker(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	c := &kafkago.Client{Addr: s.addr, Transport: s.transport, Timeout: pingTimeout}
+	res, err := c.ApiVersions(ctx, &kafkago.ApiVersionsRequest{})
+	if err == nil && res.Error != nil {
+		err = res.Error
+	}
+	if err != nil {
+		return sinks.NotConnected(fmt.Errorf("ping kafka brokers %v: %w", s.cfg.Brokers, err))
+	}
+	return nil
+}

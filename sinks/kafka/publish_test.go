@@ -1,0 +1,143 @@
+package kafka
+
+import (
+	"bytes"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/delaybridge/delaybridge/sinks"
+)
+
+func TestPublishRoundTripsKeysAndHeaders(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		mode    string
+		wantKey func(m sinks.Message) []byte
+	}{
+		{KeyNone, func(sinks.Message) []byte { return nil }},
+		{KeyID, func(m sinks.Message) []byte { return []byte(m.ID) }},
+		{KeyEnvelope, func(m sinks.Message) []byte {
+			if m.Key != nil {
+				return m.Key
+			}
+			if m.RoutingKey != "" {
+				return []byte(m.RoutingKey)
+			}
+			return nil
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			t.Parallel()
+			topic := uniqueTopic(t)
+			c := newCluster(t, topic, 3)
+			s := newSink(t, Config{Brokers: []string{addr(c)}, Topic: topic, KeyMode: tt.mode})
+			msgs := messages(tt.mode, 30)
+			for i := range msgs {
+				msgs[i].Headers = map[string]string{"x-app": "n" + strconv.Itoa(i), sinks.HeaderID: "forged"}
+				switch i % 3 {
+				case 0:
+					msgs[i].Key = []byte("k" + strconv.Itoa(i%5))
+				case 1:
+					msgs[i].RoutingKey = "rk" + strconv.Itoa(i%4)
+				}
+			}
+			if err := publish(t, s, msgs); err != nil {
+				t.Fatalf("publish: %v", err)
+			}
+
+			recs := newConsumer(t, addr(c), topic).read(t, len(msgs), 30*time.Second)
+			byID := make(map[string]int, len(msgs))
+			for i, m := range msgs {
+				byID[m.ID] = i
+			}
+			partitionOfKey := map[string]int32{}
+			for _, r := range recs {
+				h := headers(r)
+				i, ok := byID[h[sinks.HeaderID]]
+				if !ok {
+					t.Fatalf("record with unknown id %q (headers %v)", h[sinks.HeaderID], h)
+				}
+				delete(byID, h[sinks.HeaderID])
+				m := msgs[i]
+				if !bytes.Equal(r.Value, m.Body) {
+					t.Errorf("%s: value %q, want %q", m.ID, r.Value, m.Body)
+				}
+				if want := tt.wantKey(m); !bytes.Equal(r.Key, want) || (want == nil) != (r.Key == nil) {
+					t.Errorf("%s: key %q, want %q", m.ID, r.Key, want)
+				}
+				want := map[string]string{
+					sinks.HeaderID:      m.ID,
+					sinks.HeaderTopic:   m.Topic,
+					sinks.HeaderDue:     strconv.FormatInt(m.Due.UnixMilli(), 10),
+					sinks.HeaderAttempt: strconv.Itoa(m.Attempt),
+					"x-app":             "n" + strconv.Itoa(i),
+				}
+				if diff := cmp.Diff(want, h); diff != "" {
+					t.Errorf("%s: headers (-want +got):\n%s", m.ID, diff)
+				}
+				if r.Key != nil {
+					// A key always lands in the same partition.
+					if p, seen := partitionOfKey[string(r.Key)]; seen && p != r.Partition {
+						t.Errorf("key %q in partitions %d and %d", r.Key, p, r.Partition)
+					}
+					partitionOfKey[string(r.Key)] = r.Partition
+				}
+			}
+			if len(byID) != 0 {
+				t.Errorf("%d messages not read", len(byID))
+			}
+		})
+	}
+}
+
+func TestPublishKeepsOrderWithinPartition(t *testing.T) {
+	t.Parallel()
+	topic := uniqueTopic(t)
+	c := newCluster(t, topic, 1)
+	s := newSink(t, Config{Brokers: []string{addr(c)}, Topic: topic, BatchSize: 7})
+	var want []string
+	for b := range 4 {
+		msgs := messages("b"+strconv.Itoa(b), 25) // more than BatchSize: several produce requests
+		for _, m := range msgs {
+			want = append(want, m.ID)
+		}
+		if err := publish(t, s, msgs); err != nil {
+			t.Fatalf("publish batch %d: %v", b, err)
+		}
+	}
+	recs := newConsumer(t, addr(c), topic).read(t, len(want), 30*time.Second)
+	got := make([]string, len(recs))
+	for i, r := range recs {
+		got[i] = recordID(r)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+}
+
+func TestPublishCompressed(t *testing.T) {
+	t.Parallel()
+	for _, codec := range []string{"gzip", "snappy", "lz4", "zstd"} {
+		t.Run(codec, func(t *testing.T) {
+			t.Parallel()
+			topic := uniqueTopic(t)
+			c := newCluster(t, topic, 1)
+			s := newSink(t, Config{Brokers: []string{addr(c)}, Topic: topic, Compression: codec})
+			msgs := messages(codec, 10)
+			msgs[3].Body = bytes.Repeat([]byte("compressible "), 1000)
+			if err := publish(t, s, msgs); err != nil {
+				t.Fatalf("publish: %v", err)
+			}
+			recs := newConsumer(t, addr(c), topic).read(t, len(msgs), 30*time.Second)
+			for i, r := range recs {
+				if !bytes.Equal(r.Value, msgs[i].Body) {
+					t.Errorf("record %d: value %.40q, want %.40q", i, r.Value, msgs[i].Body)
+				}
+			}
+		})
+	}
+}
