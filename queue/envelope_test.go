@@ -204,6 +204,9 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		if err != nil {
 			t.Fatalf("EncodeEnvelope of a decoded %q: %v", member, err)
 		}
+		if got := (Topic{Format: FormatEnvelope}).unmapID(string(again)); got != m.ID {
+			t.Fatalf("unmapID(%s) = %q, want %q", again, got, m.ID)
+		}
 		m2, err := DecodeEnvelope(again)
 		if err != nil {
 			t.Fatalf("DecodeEnvelope(%s) of the re-encoding: %v", again, err)

@@ -1,6 +1,9 @@
 package queue
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Message is a message as producers schedule it and the forwarder delivers
 // it: a claimed member decoded according to its topic's format.
@@ -69,6 +72,24 @@ func (t Topic) memberID(member string) string {
 		return ""
 	}
 	return id
+}
+
+// unmapID is the id Ack and Retry pass so the scripts can drop the member
+// from the ids index. The scripts only drop an entry that names exactly this
+// member, so a wrong id here can leave a stale entry (swept later) but never
+// remove a right one; that allows a fast path for what EncodeEnvelope writes
+// (the id first, without escapes), which matters on the ack path.
+func (t Topic) unmapID(member string) string {
+	if !t.envelope() {
+		return ""
+	}
+	const head = `{"id":"`
+	if rest, ok := strings.CutPrefix(member, head); ok {
+		if i := strings.IndexAny(rest, `"\`); i > 0 && rest[i] == '"' {
+			return rest[:i]
+		}
+	}
+	return t.memberID(member)
 }
 
 // Locate returns the slot and id of a member of t: for raw members the slot

@@ -99,7 +99,7 @@ func (q *Queue) Ack(ctx context.Context, t Topic, slot int, members []string) (i
 	k := t.Keys(slot)
 	args := make([]any, 0, 2*len(members))
 	for _, m := range members {
-		args = append(args, m, t.memberID(m))
+		args = append(args, m, t.unmapID(m))
 	}
 	n, err := ackScript.Run(ctx, q.rdb, []string{k.Inflight, k.Due, k.Attempts, k.Scheduled, k.IDs}, args...).Int()
 	if err != nil {
@@ -167,7 +167,7 @@ func (q *Queue) Retry(ctx context.Context, t Topic, slot int, f Failure, maxAtte
 	}
 	n, err := retryScript.Run(ctx, q.rdb,
 		[]string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason, k.IDs},
-		f.Member, f.Backoff.Milliseconds(), maxAttempts, permanent, f.Reason, t.memberID(f.Member)).Int()
+		f.Member, f.Backoff.Milliseconds(), maxAttempts, permanent, f.Reason, t.unmapID(f.Member)).Int()
 	if err != nil {
 		return NotInflight, fmt.Errorf("retry in %s: %w", k.Inflight, err)
 	}
