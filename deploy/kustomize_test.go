@@ -57,7 +57,9 @@ func decodeStrict(doc []byte) (object, error) {
 	}
 	var tm struct {
 		metav1.TypeMeta `json:",inline"`
-		Metadata        struct{ Name string } `json:"metadata"`
+		Metadata        struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
 	}
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(j, &tm); err != nil {
 		return object{}, fmt.Errorf("type and name: %w", err)
