@@ -247,18 +247,22 @@ func TestCancelByMemberOfEnvelopeDropsItsID(t *testing.T) {
 	}
 }
 
-func TestIDsIndexAfterAckRetryDeadAndReap(t *testing.T) {
+func TestIDsIndexAfterReleaseAckRetryDeadAndReap(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatEnvelope, 1)
 	k := f.tp.Keys(0)
+	released, _ := f.scheduleAgo("released", "0", 5*time.Second)
 	acked, _ := f.scheduleAgo("acked", "1", 4*time.Second)
 	retried, _ := f.scheduleAgo("retried", "2", 3*time.Second)
 	dead, _ := f.scheduleAgo("dead", "3", 2*time.Second)
 	reaped, _ := f.scheduleAgo("reaped", "4", time.Second)
-	f.claim(0, 3, time.Minute)
+	f.claim(0, 4, time.Minute)
 	f.claim(0, 1, time.Millisecond) // "reaped", with a short lease
 	f.checkIndex()
 
+	if n, err := f.q.Release(f.ctx, f.tp, 0, []string{released}); err != nil || n != 1 {
+		t.Fatalf("Release = %d, %v", n, err)
+	}
 	if n, err := f.q.Ack(f.ctx, f.tp, 0, []string{acked}); err != nil || n != 1 {
 		t.Fatalf("Ack = %d, %v", n, err)
 	}
@@ -273,7 +277,7 @@ func TestIDsIndexAfterAckRetryDeadAndReap(t *testing.T) {
 		return r.Reaped == 1
 	})
 	f.checkIndex()
-	want := map[string]string{"retried": retried, "reaped": reaped}
+	want := map[string]string{"released": released, "retried": retried, "reaped": reaped}
 	got, _ := f.rdb.HGetAll(f.ctx, k.IDs).Result()
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ids (-want +got):\n%s", diff)
