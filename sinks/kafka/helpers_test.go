@@ -160,3 +160,13 @@ func atoi(t *testing.T, s string) int64 {
 	}
 	return n
 }
+
+func newClusterB(b *testing.B, topic string) *kfake.Cluster {
+	b.Helper()
+	c, err := kfake.NewCluster(kfake.Ports(0), kfake.SeedTopics(1, topic))
+	if err != nil {
+		b.Fatalf("start kfake cluster: %v", err)
+	}
+	b.Cleanup(c.Close)
+	return c
+}

@@ -320,9 +320,10 @@ func (s *Sink) enter() bool {
 	return true
 }
 
-// Close stops in-flight Publish calls waiting, waits for the writes under
-// way to end and closes the connections. Publish returns sinks.ErrClosed
-// afterwards. Close is idempotent.
+// Close stops in-flight Publish calls waiting (they return an error
+// wrapping sinks.ErrClosed), waits for the writes under way to end (at most
+// two attempts of Config.WriteTimeout each) and closes the connections.
+// Publish returns sinks.ErrClosed afterwards. Close is idempotent.
 func (s *Sink) Close() error {
 	s.mu.Lock()
 	if s.closed {

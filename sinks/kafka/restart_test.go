@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/delaybridge/delaybridge/sinks"
 )
@@ -140,5 +142,41 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRetriedWriteMayDuplicate shows the duplicate at-least-once allows: the
+// broker stores the batch but answers REQUEST_TIMED_OUT, kafka-go writes it
+// again, and consumers see every message twice, with the same id.
+func TestRetriedWriteMayDuplicate(t *testing.T) {
+	t.Parallel()
+	topic := uniqueTopic(t)
+	c := newCluster(t, topic, 1)
+	s := newSink(t, Config{Brokers: []string{addr(c)}, Topic: topic})
+	if err := publish(t, s, messages("warm", 1)); err != nil {
+		t.Fatalf("warm-up publish: %v", err)
+	}
+	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: topic, Err: kerr.RequestTimedOut})
+	msgs := messages("dup", 5)
+	if err := publish(t, s, msgs); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	cons := newConsumer(t, addr(c), topic)
+	recs := cons.read(t, 1+len(msgs), 30*time.Second)
+	recs = append(recs, cons.drain(time.Second)...)
+	seen := map[string]int{}
+	for _, r := range recs {
+		seen[recordID(r)]++
+	}
+	dups := 0
+	for _, m := range msgs {
+		if seen[m.ID] == 0 {
+			t.Fatalf("message %s lost", m.ID)
+		}
+		dups += seen[m.ID] - 1
+	}
+	t.Logf("%d records for %d messages: %d duplicates", len(recs)-1, len(msgs), dups)
+	if dups == 0 {
+		t.Fatal("no duplicate: the fault did not make kafka-go write the batch twice")
 	}
 }
