@@ -230,6 +230,9 @@ func (s *Sink) tooLarge(m *sinks.Message, r *kafkago.Message) error {
 // in order, so the broker's answer is about that record only: the others of
 // its batch were refused with it. A refusal now is permanent.
 func (s *Sink) resendAlone(ctx, wctx context.Context, msgs []sinks.Message, records []kafkago.Message, sent, rejected []int, errs []error) error {
+	if len(rejected) > 0 {
+		s.log.Warn("kafka refused a batch for its content; resending its records one by one", "count", len(rejected))
+	}
 	for _, j := range rejected {
 		i := sent[j]
 		err := s.solo.WriteMessages(wctx, records[j])
