@@ -14,6 +14,7 @@ build:
 
 services:
 	scripts/services.sh start
+	scripts/redis-cluster.sh start
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
