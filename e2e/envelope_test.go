@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+// TestEnvelopeRoundTripKeepsIDHeadersAndRoutingKey schedules envelopes with
+// the Go producer API and reads them from both sinks.
+func TestEnvelopeRoundTripKeepsIDHeadersAndRoutingKey(t *testing.T) {
+	t.Parallel()
+	name := uniq(t)
+	rdb := connectRedis(t, name)
+	q := queue.New(rdb)
+	kafkaAddr := startDevkafka(t, "events", 1)
+	group := consumeKafka(t, kafkaAddr, "events")
+
+	// AMQP: the per-message routing key chooses the queue.
+	conn, err := amqp.Dial(amqpURL())
+	if err != nil {
+		t.Fatalf("rabbitmq at %s is required: %v", amqpURL(), err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.ExchangeDeclare(name, "direct", false, true, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	qd, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind(qd.Name, "eu.orders", name, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := ch.Consume(qd.Name, "", true, true, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ch.ExchangeDelete(name, false, false) })
+
+	d := startDaemon(t, map[string]string{
+		"DELAYBRIDGE_KEY_PREFIX":               name,
+		"DELAYBRIDGE_TOPICS":                   "orders,events",
+		"DELAYBRIDGE_TOPIC_ORDERS_FORMAT":      "envelope",
+		"DELAYBRIDGE_TOPIC_ORDERS_SLOTS":       "4",
+		"DELAYBRIDGE_TOPIC_ORDERS_EXCHANGE":    name,
+		"DELAYBRIDGE_TOPIC_ORDERS_ROUTING_KEY": "unbound",
+		"DELAYBRIDGE_TOPIC_EVENTS_FORMAT":      "envelope",
+		"DELAYBRIDGE_TOPIC_EVENTS_SINK":        "kafka",
+		"DELAYBRIDGE_TOPIC_EVENTS_KAFKA_KEY":   "envelope",
+		"DELAYBRIDGE_KAFKA_BROKERS":            kafkaAddr,
+	})
+	ctx := context.Background()
+	orders := queue.Topic{Name: "orders", Prefix: name, Slots: 4, Format: queue.FormatEnvelope}
+	events := queue.Topic{Name: "events", Prefix: name, Slots: 1, Format: queue.FormatEnvelope}
+	m := queue.Message{ID: "order-42", Body: []byte(`{"order":42}`), Headers: map[string]string{"tenant": "acme"}, RoutingKey: "eu.orders"}
+	if _, err := q.ScheduleIn(ctx, orders, m, 500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	// Scheduling the same id again replaces it (idempotent producers).
+	if _, err := q.ScheduleIn(ctx, orders, m, 700*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	e := queue.Message{ID: "evt-7", Body: []byte("binary\x00\xffbody"), Headers: map[string]string{"kind": "reminder"}, RoutingKey: "user-7"}
+	if _, err := q.ScheduleIn(ctx, events, e, 500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+
+	select {
+	case got := <-msgs:
+		if got.MessageId != "order-42" || string(got.Body) != `{"order":42}` || got.RoutingKey != "eu.orders" {
+			t.Errorf("amqp: id %q body %q routing key %q", got.MessageId, got.Body, got.RoutingKey)
+		}
+		if got.Headers["tenant"] != "acme" || got.Headers["x-delaybridge-topic"] != "orders" {
+			t.Errorf("amqp headers %v", got.Headers)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no AMQP delivery")
+	}
+	select {
+	case extra := <-msgs:
+		t.Errorf("the replaced schedule of order-42 was delivered too: %q", extra.Body)
+	case <-time.After(time.Second):
+	}
+
+	waitFor(t, 30*time.Second, "kafka record", func() bool { return len(group.deliveries()) >= 1 })
+	group.mu.Lock()
+	rec, key, hdr := group.got[0], group.key[0], group.hdr[0]
+	group.mu.Unlock()
+	if rec.body != "binary\x00\xffbody" || rec.id != "evt-7" || key != "user-7" || hdr["kind"] != "reminder" {
+		t.Errorf("kafka: body %q id %q key %q headers %v", rec.body, rec.id, key, hdr)
+	}
+	if err := d.stop(30 * time.Second); err != nil {
+		t.Errorf("daemon exit: %v", err)
+	}
+	if left := leftKeys(t, rdb, name); len(left) != 0 {
+		t.Errorf("redis still holds %v", left)
+	}
+}
