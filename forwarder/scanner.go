@@ -135,6 +135,7 @@ func (s *scanner) claimLoop(ctx context.Context, tokens chan struct{}, work chan
 // claimed that could not be published. It returns false when ctx ended.
 func (s *scanner) waitSink(ctx context.Context) bool {
 	wait := 20 * time.Millisecond
+	since := time.Now()
 	logged := false
 	for {
 		err := ping(ctx, s.topic.Sink)
@@ -147,7 +148,8 @@ func (s *scanner) waitSink(ctx context.Context) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		if !logged {
+		// A sink still connecting at start-up is not worth a warning.
+		if !logged && time.Since(since) > 2*time.Second {
 			s.log.Warn("sink not connected, not claiming", "err", err)
 			logged = true
 		}

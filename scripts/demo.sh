@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sink=${1:-amqp}
-export DELAYBRIDGE_STATE_DIR=${DELAYBRIDGE_STATE_DIR:-$(mktemp -d)}
+export SERVICES_STATE_DIR=${SERVICES_STATE_DIR:-$(mktemp -d)}
 cleanup() { scripts/services.sh stop; }
 trap cleanup EXIT
 scripts/services.sh start

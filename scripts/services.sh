@@ -4,7 +4,7 @@
 # are missing. `scripts/services.sh stop` stops what this script started.
 set -euo pipefail
 
-STATE=${DELAYBRIDGE_STATE_DIR:-/tmp/delaybridge-services}
+STATE=${SERVICES_STATE_DIR:-/tmp/delaybridge-services}
 mkdir -p "$STATE"
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
