@@ -362,15 +362,26 @@ func runAndStop(t *testing.T, bin string) {
 	}
 	waitFor("/healthz")
 	waitFor("/readyz")
-	resp, err := client.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
+	// /metrics serves the backlog gauges once the replica has looked at its
+	// slots; their label values must be the ones the dashboard and alerts use.
+	var body []byte
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := client.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatalf("GET /metrics: %v", err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK && bytes.Contains(body, []byte("\ndelaybridge_replicas ")) && bytes.Contains(body, []byte("\ndelaybridge_backlog_messages{")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /metrics: %d, no delaybridge_replicas and delaybridge_backlog_messages within 30s:\n%.3000s", resp.StatusCode, body)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("\ndelaybridge_replicas ")) {
-		t.Errorf("GET /metrics: %d, want delaybridge_replicas in:\n%.2000s", resp.StatusCode, body)
-	}
+	checkServedLabelValues(t, body, queriedLabelValues(t))
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
