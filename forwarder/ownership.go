@@ -7,20 +7,32 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
-// ownershipLoop heartbeats this replica and scans the slots that rendezvous
-// hashing gives it among the live replicas, until ctx ends. A replica that
-// cannot renew its heartbeat for a whole TTL stops claiming: the others will
-// have taken its slots over by then.
+// ownershipLoop heartbeats this replica and scans the slots Assign gives it
+// among the live replicas, until ctx ends. A replica that cannot renew its
+// heartbeat for a whole TTL stops claiming: the others will have taken its
+// slots over by then.
 func (f *Forwarder) ownershipLoop(ctx context.Context) {
-	tick := time.NewTicker(f.opt.HeartbeatInterval)
-	defer tick.Stop()
-	lastOK := time.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	var lastOK time.Time // when the last heartbeat that succeeded was sent
 	var last []string
 	for {
-		hctx, cancel := context.WithTimeout(ctx, f.opt.HeartbeatInterval+redisTimeout)
-		live, err := f.q.Heartbeat(hctx, f.opt.KeyPrefix, f.opt.ReplicaID, f.opt.HeartbeatTTL)
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		sent := time.Now()
+		if lastOK.IsZero() {
+			lastOK = sent
+		}
+		// A heartbeat slower than the TTL is as good as lost.
+		hctx, cancel := context.WithTimeout(ctx, f.opt.HeartbeatTTL)
+		set, err := f.q.Beat(hctx, f.opt.KeyPrefix, f.opt.ReplicaID, f.opt.HeartbeatTTL)
 		cancel()
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -34,23 +46,34 @@ func (f *Forwarder) ownershipLoop(ctx context.Context) {
 			} else {
 				f.log.Warn("heartbeat failed", "err", err)
 			}
-		default:
-			lastOK = time.Now()
-			f.m.Replicas.Set(float64(len(live)))
-			if !equal(live, last) {
-				want := f.assign(live)
-				gained, lost := diff(f.ownedSlots(), want)
-				f.log.Info("ownership changed", "replicas", len(live), "owned", len(want), "gained", gained, "lost", lost)
-				f.setOwnedAsync(ctx, want)
-				last = live
-			}
+			timer.Reset(f.opt.HeartbeatInterval)
+			continue
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
+		lastOK = sent
+		f.m.Replicas.Set(float64(len(set.Live)))
+		if !equal(set.Live, last) {
+			want := f.assign(set.Live)
+			gained, lost := diff(f.ownedSlots(), want)
+			f.log.Info("ownership changed", "replicas", len(set.Live), "owned", len(want), "gained", gained, "lost", lost)
+			f.setOwnedAsync(ctx, want)
+			last = set.Live
 		}
+		timer.Reset(nextBeat(set, f.opt.ReplicaID, f.opt.HeartbeatInterval))
 	}
+}
+
+// nextBeat is the wait before the next heartbeat: the interval, or less when
+// another replica's heartbeat expires sooner, so that a dead replica's slots
+// are taken over one TTL after its last heartbeat rather than up to an
+// interval later.
+func nextBeat(set queue.ReplicaSet, self string, interval time.Duration) time.Duration {
+	next, ok := set.NextExpiry(self)
+	if !ok {
+		return interval
+	}
+	// Redis drops a replica once its deadline is reached (score <= now).
+	until := next.Sub(set.Now) + time.Millisecond
+	return max(min(until, interval), time.Millisecond)
 }
 
 // assign returns the slots this replica owns among live (see Assign).

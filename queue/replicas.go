@@ -4,21 +4,22 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // heartbeatScript renews (or drops) one replica in the replica set and
-// returns the live ones.
+// returns the live ones with their deadlines.
 //
 // KEYS[1] -> replicas ZSET (id → heartbeat deadline, ms)
 // ARGV[1] -> replica id
 // ARGV[2] -> time to live, ms
 // ARGV[3] -> "1" to leave the set instead of renewing
 //
-// Expired replicas are dropped first, by Redis's clock. Returns the live ids.
-// (Go sorts them).
+// Expired replicas are dropped first, by Redis's clock. Returns
+// {now, id1, deadline1, id2, deadline2, …} in deadline order.
 var heartbeatScript = redis.NewScript(nowLua + `
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now))
 if ARGV[3] == '1' then
@@ -26,31 +27,85 @@ if ARGV[3] == '1' then
 else
   redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 end
-return redis.call('ZRANGE', KEYS[1], 0, -1)
+local out = {string.format('%.0f', now)}
+local live = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+for i = 1, #live do
+  out[#out + 1] = live[i]
+end
+return out
 `)
+
+// ReplicaSet is the replica set as one heartbeat saw it.
+type ReplicaSet struct {
+	// Now is Redis's TIME when the heartbeat ran.
+	Now time.Time
+	// Live are the ids of the live replicas, sorted.
+	Live []string
+	// Deadlines are the live replicas' heartbeat deadlines (Redis's clock):
+	// a replica that does not renew by then is dropped.
+	Deadlines map[string]time.Time
+}
+
+// NextExpiry is the earliest deadline of a live replica other than self:
+// the moment the set can next change without anyone joining or leaving.
+func (s ReplicaSet) NextExpiry(self string) (time.Time, bool) {
+	var next time.Time
+	found := false
+	for id, d := range s.Deadlines {
+		if id != self && (!found || d.Before(next)) {
+			next, found = d, true
+		}
+	}
+	return next, found
+}
 
 // Heartbeat renews replica id in the replica set of prefix for ttl and
 // returns the live replicas (including id).
 func (q *Queue) Heartbeat(ctx context.Context, prefix, id string, ttl time.Duration) ([]string, error) {
+	s, err := q.Beat(ctx, prefix, id, ttl)
+	return s.Live, err
+}
+
+// Beat is Heartbeat returning the whole replica set with its deadlines.
+func (q *Queue) Beat(ctx context.Context, prefix, id string, ttl time.Duration) (ReplicaSet, error) {
 	return q.heartbeat(ctx, prefix, id, ttl, false)
 }
 
 // Leave drops replica id from the replica set so the others take over its
 // slots at once, and returns the replicas left.
 func (q *Queue) Leave(ctx context.Context, prefix, id string) ([]string, error) {
-	return q.heartbeat(ctx, prefix, id, 0, true)
+	s, err := q.heartbeat(ctx, prefix, id, 0, true)
+	return s.Live, err
 }
 
-func (q *Queue) heartbeat(ctx context.Context, prefix, id string, ttl time.Duration, leave bool) ([]string, error) {
+func (q *Queue) heartbeat(ctx context.Context, prefix, id string, ttl time.Duration, leave bool) (ReplicaSet, error) {
 	key := ReplicasKey(prefix)
-	flag := "0"
-	if leave {
-		flag = "1"
-	}
-	live, err := heartbeatScript.Run(ctx, q.rdb, []string{key}, id, ttl.Milliseconds(), flag).StringSlice()
+	res, err := heartbeatScript.Run(ctx, q.rdb, []string{key}, id, ttl.Milliseconds(), flag(leave)).StringSlice()
 	if err != nil {
-		return nil, fmt.Errorf("heartbeat %s in %s: %w", id, key, err)
+		return ReplicaSet{}, fmt.Errorf("heartbeat %s in %s: %w", id, key, err)
 	}
-	sort.Strings(live)
-	return live, nil
+	if len(res)%2 != 1 {
+		return ReplicaSet{}, fmt.Errorf("heartbeat %s in %s: malformed reply of %d elements", id, key, len(res))
+	}
+	ms := func(v string) (time.Time, error) {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("heartbeat %s in %s: parse %q: %w", id, key, v, err)
+		}
+		return MillisTime(f), nil
+	}
+	s := ReplicaSet{Deadlines: make(map[string]time.Time, len(res)/2)}
+	if s.Now, err = ms(res[0]); err != nil {
+		return ReplicaSet{}, err
+	}
+	for i := 1; i < len(res); i += 2 {
+		d, err := ms(res[i+1])
+		if err != nil {
+			return ReplicaSet{}, err
+		}
+		s.Live = append(s.Live, res[i])
+		s.Deadlines[res[i]] = d
+	}
+	sort.Strings(s.Live)
+	return s, nil
 }
