@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: build test lint demo demo-kafka services chaos bench bench-quick clean
+.PHONY: build test lint demo demo-kafka services chaos fuzz bench bench-quick clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/delaybridge ./cmd/delaybridge
@@ -30,8 +30,23 @@ demo: services build
 demo-kafka: services build
 	scripts/demo.sh kafka
 
-chaos: services build
+# The fault suite builds its own race-enabled daemon; it prints a summary
+# table (go test shows it with -v or on failure; DELAYBRIDGE_CHAOS_SUMMARY=file
+# writes it there too).
+chaos: services
 	$(GO) test -race -count=1 -timeout 10m -run . ./chaos/...
+
+# fuzz runs every fuzz target of the module for FUZZTIME each: go test fuzzes
+# one target of one package per run. deploy/ is a module of its own.
+FUZZTIME ?= 10s
+fuzz:
+	@set -e; for file in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '^\./deploy/' | sort); do \
+		dir=./$$(dirname $${file#./}); \
+		for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$file); do \
+			echo "fuzz: $$fn in $$dir for $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$dir; \
+		done; \
+	done
 
 bench: services build
 	$(GO) run ./bench -out bench/results.json

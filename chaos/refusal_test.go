@@ -1,0 +1,166 @@
+package chaos
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/delaybridge/delaybridge/internal/e2etest"
+)
+
+// Settings of the refusal scenarios: a refused message is retried after
+// 200ms, 400ms, then dead-lettered at its third refusal (0.6 s after the
+// first), so both outcomes happen within a few seconds.
+var refusalVars = []string{
+	"DELAYBRIDGE_RETRY_BACKOFF", "200ms",
+	"DELAYBRIDGE_RETRY_BACKOFF_MAX", "1s",
+	"DELAYBRIDGE_MAX_ATTEMPTS", "3",
+}
+
+// The queue holds at most 100 messages and refuses more (overflow
+// reject-publish: RabbitMQ nacks the publish). Nobody consumes for the first
+// seconds, so the queue fills, the next messages are nacked, retried, and
+// dead-lettered with the broker's answer; once the consumer drains the
+// queue, retries and later messages are delivered. Every message is either
+// delivered or in the dead set with a reason.
+func TestRabbitMQQueueFullNacksAreRetriedThenDeadLettered(t *testing.T) {
+	t.Parallel()
+	r := report(t, "4a rabbitmq-queue-full-nacks")
+	b := newBridge(t, defaultSlots, amqp.Table{"x-max-length": int64(100), "x-overflow": "reject-publish"}).set(refusalVars...)
+
+	const n = 2000
+	start := time.Now()
+	plan := e2etest.NewPlan(n, start.Add(2*time.Second), 6*time.Second)
+	plan.Schedule(t, b.rdb, b.topic, e2etest.RawMember, nil)
+	d := b.start()
+	until(start.Add(5 * time.Second))
+	b.mq.Consume(t)
+
+	b.settle(plan, b.mq.Deliveries, true, 120*time.Second)
+	stop(t, d)
+	dead, others := e2etest.DeadNumbers(t, b.rdb, b.topic)
+	o := plan.Count(b.mq.Deliveries(), dead)
+	retried := retriedDeliveries(b.mq.Deliveries())
+	r.count(t, o, fmt.Sprintf("x-max-length 100, reject-publish; %d delivered on a retry; dead: %s", retried, kinds(o.Reasons)))
+	for _, m := range others {
+		t.Errorf("dead set holds a member that is not a message of this test: %.80q (%s)", m.Member, m.Reason)
+	}
+	if o.Dead == 0 {
+		t.Errorf("no message was dead-lettered: the queue never refused long enough")
+	}
+	if retried == 0 {
+		t.Errorf("no message was delivered on a retry")
+	}
+	for reason := range o.Reasons {
+		if !strings.Contains(reason, "nack") {
+			t.Errorf("dead-letter reason %q does not say the broker nacked the message", reason)
+		}
+	}
+	if o.Duplicates > 0 {
+		t.Errorf("%d duplicates: a nacked message was not stored, a retry must not repeat one", o.Duplicates)
+	}
+	b.expectDrained()
+}
+
+// The route disappears mid-stream twice: first the queue is unbound (the
+// exchange returns the messages as unroutable: 312 NO_ROUTE), then the
+// exchange itself is deleted (the broker closes the channel: 404 NOT_FOUND).
+// Each time the route comes back after a while. Messages refused longer than
+// their attempts are dead-lettered with the broker's reason; the others are
+// delivered.
+func TestRabbitMQRouteVanishesMidStreamRetriesThenDeadLetters(t *testing.T) {
+	t.Parallel()
+	r := report(t, "4b rabbitmq-unroutable-and-exchange-deleted")
+	b := newBridge(t, defaultSlots, nil).set(refusalVars...)
+	b.mq.Consume(t)
+
+	const n = 2000
+	start := time.Now()
+	plan := e2etest.NewPlan(n, start.Add(2*time.Second), 12*time.Second)
+	plan.Schedule(t, b.rdb, b.topic, e2etest.RawMember, nil)
+	d := b.start()
+
+	until(start.Add(4 * time.Second))
+	if err := b.mq.Do(func(ch *amqp.Channel) error { return ch.QueueUnbind(b.mq.Queue, b.mq.Queue, b.mq.Exchange, nil) }); err != nil {
+		t.Fatalf("unbind: %v", err)
+	}
+	until(start.Add(7 * time.Second))
+	if err := b.mq.Declare(); err != nil {
+		t.Fatalf("bind again: %v", err)
+	}
+	until(start.Add(9 * time.Second))
+	if err := b.mq.Do(func(ch *amqp.Channel) error { return ch.ExchangeDelete(b.mq.Exchange, false, false) }); err != nil {
+		t.Fatalf("delete exchange: %v", err)
+	}
+	until(start.Add(12 * time.Second))
+	if err := b.mq.Declare(); err != nil {
+		t.Fatalf("declare exchange again: %v", err)
+	}
+
+	b.settle(plan, b.mq.Deliveries, true, 120*time.Second)
+	stop(t, d)
+	dead, others := e2etest.DeadNumbers(t, b.rdb, b.topic)
+	o := plan.Count(b.mq.Deliveries(), dead)
+	r.count(t, o, fmt.Sprintf("unbound 3s, exchange deleted 3s; %d delivered on a retry; dead: %s", retriedDeliveries(b.mq.Deliveries()), kinds(o.Reasons)))
+	for _, m := range others {
+		t.Errorf("dead set holds a member that is not a message of this test: %.80q (%s)", m.Member, m.Reason)
+	}
+	var noRoute, notFound bool
+	for reason := range o.Reasons {
+		switch {
+		case strings.Contains(reason, "NO_ROUTE"):
+			noRoute = true
+		case strings.Contains(reason, "NOT_FOUND"):
+			notFound = true
+		default:
+			t.Errorf("dead-letter reason %q is neither unroutable nor a missing exchange", reason)
+		}
+	}
+	if !noRoute {
+		t.Errorf("no message was dead-lettered as unroutable (312 NO_ROUTE) while the queue was unbound")
+	}
+	if !notFound {
+		t.Errorf("no message was dead-lettered for the missing exchange (404 NOT_FOUND)")
+	}
+	if o.Duplicates > 0 {
+		t.Errorf("%d duplicates: a refused message was not stored, a retry must not repeat one", o.Duplicates)
+	}
+	b.expectDrained()
+}
+
+// kinds summarises dead-letter reasons by the broker's code in them.
+func kinds(reasons map[string]int) string {
+	byKind := map[string]int{}
+	for reason, n := range reasons {
+		kind := "other"
+		for _, k := range []string{"nack", "NO_ROUTE", "NOT_FOUND", "invalid envelope", "-inf", "+inf", "exceeds max"} {
+			if strings.Contains(reason, k) {
+				kind = k
+				break
+			}
+		}
+		byKind[kind] += n
+	}
+	var parts []string
+	for _, k := range e2etest.SortedReasons(byKind) {
+		parts = append(parts, fmt.Sprintf("%d %s", byKind[k], k))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// retriedDeliveries counts deliveries whose attempt number is above 1.
+func retriedDeliveries(got []e2etest.Delivery) int {
+	n := 0
+	for _, d := range got {
+		if d.Attempt > 1 {
+			n++
+		}
+	}
+	return n
+}

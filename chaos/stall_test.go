@@ -1,0 +1,121 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/delaybridge/delaybridge/internal/e2etest"
+	"github.com/delaybridge/delaybridge/internal/faultproxy"
+)
+
+// brokerStall is a broker that accepts and never confirms for a while.
+// Back-pressure: the daemon keeps at most slots × MAX_INFLIGHT_BATCHES ×
+// BATCH_SIZE messages claimed, the rest of the backlog stays scheduled and
+// shows as overdue on /metrics, and lateness recovers once the broker
+// answers again.
+type brokerStall struct {
+	b          *bridge
+	p          *faultproxy.Proxy
+	deliveries func() []e2etest.Delivery
+	stallFor   time.Duration
+	// dupBound is the most duplicates allowed: AMQP keeps the connection
+	// and confirms everything late (none); a Kafka write that times out is
+	// released and published again while the stalled request is still
+	// delivered when the stall ends (up to the in-flight bound).
+	dupBound int
+}
+
+// recoverAfter is how long after the stall ends messages must be on time
+// again, and recovered is what on time means on a loaded test machine.
+const (
+	recoverAfter = 5 * time.Second
+	recovered    = 2 * time.Second
+)
+
+func (c brokerStall) run(t *testing.T, r *row) {
+	b := c.b
+	const n, rate = 4000, 200 // messages, per second
+	start := time.Now()
+	spread := time.Duration(n/rate) * time.Second
+	plan := e2etest.NewPlan(n, start.Add(2*time.Second), spread)
+	plan.Schedule(t, b.rdb, b.topic, e2etest.RawMember, nil)
+	d := b.start()
+
+	until(start.Add(6 * time.Second))
+	c.p.Stall()
+	stalledAt := time.Now()
+	var maxInflight, maxOverdue, maxOverdueMetric atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	wait := sampleEvery(ctx, 100*time.Millisecond, func(ctx context.Context) {
+		if n, err := e2etest.Inflight(ctx, b.rdb, b.topic); err == nil && n > maxInflight.Load() {
+			maxInflight.Store(n)
+		}
+		if n, err := e2etest.Overdue(ctx, b.rdb, b.topic); err == nil && n > maxOverdue.Load() {
+			maxOverdue.Store(n)
+		}
+		v, ok, err := e2etest.Metric(ctx, d.Addr(), "delaybridge_backlog_messages", "topic="+topicName, "state=overdue")
+		if err == nil && ok && int64(v) > maxOverdueMetric.Load() {
+			maxOverdueMetric.Store(int64(v))
+		}
+	})
+	until(stalledAt.Add(c.stallFor))
+	cancel()
+	wait()
+	c.p.Restore()
+	restored := time.Now()
+
+	b.settle(plan, c.deliveries, false, 120*time.Second)
+	stop(t, d)
+	o := plan.Count(c.deliveries(), nil)
+
+	// Lateness of the messages due once the pipeline had time to catch up.
+	var worstAfter time.Duration
+	after := 0
+	for i, due := range plan.Due {
+		if due.After(restored.Add(recoverAfter)) && !o.First[i].IsZero() {
+			worstAfter = max(worstAfter, o.First[i].Sub(due))
+			after++
+		}
+	}
+	bound := b.inflightBound()
+	r.count(t, o, fmt.Sprintf("stall %s; in flight ≤ %d (bound %d) while Redis held %d overdue, /metrics overdue %d; backlog delivered %s after restore; worst lateness of %d due ≥%s later: %s",
+		ms(c.stallFor), maxInflight.Load(), bound, maxOverdue.Load(), maxOverdueMetric.Load(),
+		ms(drained(plan, o, restored).Sub(restored)), after, ms(recoverAfter), ms(worstAfter)))
+	if maxInflight.Load() > int64(bound) {
+		t.Errorf("%d messages in flight during the stall, more than slots × MAX_INFLIGHT_BATCHES × BATCH_SIZE = %d", maxInflight.Load(), bound)
+	}
+	if maxOverdue.Load() <= int64(bound) {
+		t.Errorf("only %d messages overdue at most during the stall: the scenario does not build a backlog beyond the in-flight bound %d", maxOverdue.Load(), bound)
+	}
+	if maxOverdueMetric.Load() == 0 {
+		t.Errorf(`delaybridge_backlog_messages{state="overdue"} never showed the backlog during the stall`)
+	}
+	if after == 0 {
+		t.Errorf("no message was due %s after the stall ended: the plan is too short", recoverAfter)
+	} else if worstAfter > recovered {
+		t.Errorf("lateness did not recover: a message due %s after the stall ended arrived %s late (want ≤ %s)", recoverAfter, worstAfter, recovered)
+	}
+	if o.Duplicates > c.dupBound {
+		t.Errorf("%d duplicates, more than %d", o.Duplicates, c.dupBound)
+	}
+	b.expectDrained()
+}
+
+func TestRabbitMQStalled10sHoldsBackAndRecovers(t *testing.T) {
+	t.Parallel()
+	r := report(t, "2c rabbitmq-stall-10s")
+	b := newBridge(t, defaultSlots, nil)
+	p := b.amqpBehind()
+	b.mq.Consume(t)
+	brokerStall{b: b, p: p, deliveries: b.mq.Deliveries, stallFor: 10 * time.Second}.run(t, r)
+}
+
+func TestKafkaStalled10sHoldsBackAndRecovers(t *testing.T) {
+	t.Parallel()
+	r := report(t, "2d kafka-stall-10s")
+	b, p, k := kafkaBridge(t, defaultSlots)
+	brokerStall{b: b, p: p, deliveries: k.Deliveries, stallFor: 10 * time.Second, dupBound: b.inflightBound()}.run(t, r)
+}

@@ -1,0 +1,107 @@
+package e2etest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisURL is the Redis the tests use.
+func RedisURL() string {
+	return getenv("DELAYBRIDGE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+}
+
+// AMQPURL is the RabbitMQ the tests use.
+func AMQPURL() string {
+	return getenv("DELAYBRIDGE_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
+}
+
+func getenv(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// Unique is a name for one test's keys, exchanges and queues: the test's
+// name made safe, and a random suffix.
+func Unique(tb testing.TB) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	name := strings.NewReplacer("/", "-", " ", "-", "#", "-").Replace(tb.Name())
+	return name + "-" + hex.EncodeToString(b)
+}
+
+// WithHost is rawURL with its host:port replaced by hostport (to put a
+// fault proxy in front of a service, keeping credentials and path).
+func WithHost(tb testing.TB, rawURL, hostport string) string {
+	tb.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		tb.Fatalf("parse %s: %v", rawURL, err)
+	}
+	u.Host = hostport
+	return u.String()
+}
+
+// HostPort is the host:port of rawURL.
+func HostPort(tb testing.TB, rawURL string) string {
+	tb.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		tb.Fatalf("parse %s: %v", rawURL, err)
+	}
+	return u.Host
+}
+
+// ConnectRedis connects to the test Redis and, at cleanup, deletes every key
+// under prefix and closes the client.
+func ConnectRedis(tb testing.TB, prefix string) *redis.Client {
+	tb.Helper()
+	opt, err := redis.ParseURL(RedisURL())
+	if err != nil {
+		tb.Fatalf("parse DELAYBRIDGE_TEST_REDIS_URL: %v", err)
+	}
+	rdb := redis.NewClient(opt)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		tb.Fatalf("redis at %s is required: %v", RedisURL(), err)
+	}
+	tb.Cleanup(func() {
+		DeleteKeys(rdb, prefix)
+		_ = rdb.Close()
+	})
+	return rdb
+}
+
+// DeleteKeys deletes every key that starts with prefix (and the hash-tagged
+// keys of topics under it).
+func DeleteKeys(rdb redis.UniversalClient, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		rdb.Del(ctx, iter.Val())
+	}
+}
+
+// WaitFor polls cond every 50ms until it holds, failing the test after
+// within.
+func WaitFor(tb testing.TB, within time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("not within %s: %s", within, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

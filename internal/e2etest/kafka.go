@@ -1,0 +1,96 @@
+package e2etest
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/delaybridge/delaybridge/sinks"
+)
+
+// Kafka consumes one topic from its start and records every record.
+type Kafka struct {
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu  sync.Mutex
+	got []Delivery
+}
+
+// ConsumeKafka consumes topic from the brokers at seeds until cleanup. dial,
+// when not nil, dials for the consumer: a test that advertises a fault
+// proxy's address for the daemon can send its own consumer around the proxy.
+func ConsumeKafka(tb testing.TB, seeds []string, topic string, dial func(ctx context.Context, network, host string) (net.Conn, error)) *Kafka {
+	tb.Helper()
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(seeds...),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100 * time.Millisecond),
+	}
+	if dial != nil {
+		opts = append(opts, kgo.Dialer(dial))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		tb.Fatalf("kafka consumer for %v: %v", seeds, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	k := &Kafka{cl: cl, cancel: cancel, done: make(chan struct{})}
+	go k.poll(ctx)
+	tb.Cleanup(func() {
+		cancel()
+		<-k.done
+		cl.Close()
+	})
+	return k
+}
+
+func (k *Kafka) poll(ctx context.Context) {
+	defer close(k.done)
+	for ctx.Err() == nil {
+		fs := k.cl.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) {
+			d := Delivery{Body: r.Value, At: r.Timestamp}
+			for _, h := range r.Headers {
+				switch h.Key {
+				case sinks.HeaderID:
+					d.ID = string(h.Value)
+				case sinks.HeaderDue:
+					d.Due, _ = strconv.ParseInt(string(h.Value), 10, 64)
+				case sinks.HeaderAttempt:
+					d.Attempt, _ = strconv.ParseInt(string(h.Value), 10, 64)
+				}
+			}
+			k.mu.Lock()
+			k.got = append(k.got, d)
+			k.mu.Unlock()
+		})
+		fs.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				time.Sleep(50 * time.Millisecond) // the client retries by itself
+			}
+		})
+	}
+}
+
+// Deliveries is a copy of what was received so far.
+func (k *Kafka) Deliveries() []Delivery {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]Delivery(nil), k.got...)
+}
+
+// Received is how many records arrived so far.
+func (k *Kafka) Received() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.got)
+}
