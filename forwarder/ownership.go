@@ -3,6 +3,7 @@ package forwarder
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"hash/fnv"
 	"sort"
 	"strconv"
@@ -16,9 +17,16 @@ import (
 // heartbeat for a whole TTL stops claiming: the others will have taken its
 // slots over by then.
 func (f *Forwarder) ownershipLoop(ctx context.Context) {
+	beats := make(chan beat, 1)
+	pending := false // a heartbeat is still waiting for Redis
+	defer func() {
+		if pending {
+			<-beats
+		}
+	}()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	var lastOK time.Time // when the last heartbeat that succeeded was sent
+	lastOK := time.Now() // when the last heartbeat that succeeded was sent
 	var last []string
 	for {
 		select {
@@ -26,40 +34,66 @@ func (f *Forwarder) ownershipLoop(ctx context.Context) {
 			return
 		case <-timer.C:
 		}
-		sent := time.Now()
-		if lastOK.IsZero() {
-			lastOK = sent
+		if !pending {
+			pending = true
+			go f.beat(ctx, beats)
 		}
-		// A heartbeat slower than the TTL is as good as lost.
-		hctx, cancel := context.WithTimeout(ctx, f.opt.HeartbeatTTL)
-		set, err := f.q.Beat(hctx, f.opt.KeyPrefix, f.opt.ReplicaID, f.opt.HeartbeatTTL)
-		cancel()
-		switch {
-		case err != nil && ctx.Err() != nil:
+		// A heartbeat slower than the TTL is as good as lost. go-redis
+		// ignores context deadlines unless ContextTimeoutEnabled, so a
+		// stalled connection holds the call for its read timeout and
+		// retries: it then goes on in the background and its answer, when
+		// it comes, is used at the next beat.
+		var b beat
+		select {
+		case b = <-beats:
+			pending = false
+		case <-time.After(f.opt.HeartbeatTTL):
+			b.err = fmt.Errorf("heartbeat: no answer from Redis within %s", f.opt.HeartbeatTTL)
+		case <-ctx.Done():
 			return
-		case err != nil:
+		}
+		if b.err != nil {
+			if ctx.Err() != nil {
+				return
+			}
 			f.m.RedisErrs.WithLabelValues("heartbeat").Inc()
 			if time.Since(lastOK) >= f.opt.HeartbeatTTL && len(f.ownedSlots()) > 0 {
-				f.log.Error("heartbeat lost for a whole TTL; stopping every scanner", "err", err)
+				f.log.Error("heartbeat lost for a whole TTL; stopping every scanner", "err", b.err)
 				f.setOwnedAsync(ctx, nil)
 				last = nil
 			} else {
-				f.log.Warn("heartbeat failed", "err", err)
+				f.log.Warn("heartbeat failed", "err", b.err)
 			}
 			timer.Reset(f.opt.HeartbeatInterval)
 			continue
 		}
-		lastOK = sent
-		f.m.Replicas.Set(float64(len(set.Live)))
-		if !equal(set.Live, last) {
-			want := f.assign(set.Live)
+		lastOK = b.sent
+		f.m.Replicas.Set(float64(len(b.set.Live)))
+		if !equal(b.set.Live, last) {
+			want := f.assign(b.set.Live)
 			gained, lost := diff(f.ownedSlots(), want)
-			f.log.Info("ownership changed", "replicas", len(set.Live), "owned", len(want), "gained", gained, "lost", lost)
+			f.log.Info("ownership changed", "replicas", len(b.set.Live), "owned", len(want), "gained", gained, "lost", lost)
 			f.setOwnedAsync(ctx, want)
-			last = set.Live
+			last = b.set.Live
 		}
-		timer.Reset(nextBeat(set, f.opt.ReplicaID, f.opt.HeartbeatInterval))
+		timer.Reset(nextBeat(b.set, f.opt.ReplicaID, f.opt.HeartbeatInterval))
 	}
+}
+
+// beat is the outcome of one heartbeat.
+type beat struct {
+	set  queue.ReplicaSet
+	err  error
+	sent time.Time
+}
+
+// beat renews this replica's heartbeat and sends the outcome on out.
+func (f *Forwarder) beat(ctx context.Context, out chan<- beat) {
+	b := beat{sent: time.Now()}
+	hctx, cancel := context.WithTimeout(ctx, f.opt.HeartbeatTTL)
+	defer cancel()
+	b.set, b.err = f.q.Beat(hctx, f.opt.KeyPrefix, f.opt.ReplicaID, f.opt.HeartbeatTTL)
+	out <- b
 }
 
 // nextBeat is the wait before the next heartbeat: the interval, or less when
