@@ -314,7 +314,7 @@ func (r *replicaRun) run() {
 func newReplicaRun(t *testing.T, b *backend, prefix string, mq *rabbit, n int) *replicaRun {
 	return &replicaRun{
 		t: t, b: b, prefix: prefix, mq: mq, n: n,
-		p:    newProducer(b.rdb, prefix, topic, slots, n),
+		p: newProducer(b.rdb, prefix, topic, slots, n),
 		// Short, so the killed replica's leases are reaped within seconds;
 		// long enough that a confirm slowed by a loaded machine does not
 		// expire too.
