@@ -3,30 +3,46 @@ package forwarder
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
-// deliver publishes one claimed batch and records every message's outcome in
-// Redis: confirmed ones are acked, connection losses released, broker
-// refusals retried or dead-lettered. ctx is the drain context: it ends only
-// when the shutdown timeout passed.
-func (s *scanner) deliver(ctx context.Context, b batch) {
-	name := s.topic.Name
-	msgs := make([]sinks.Message, 0, len(b.claimed))
-	members := make([]string, 0, len(b.claimed))
-	var failures []queue.Failure
+// delivery is one claimed batch on its way through the pipeline.
+type delivery struct {
+	b        batch
+	msgs     []sinks.Message
+	members  []string        // members[i] carries msgs[i]
+	failures []queue.Failure // members that did not decode
+	unsent   bool            // returned without publishing (slot order)
+
+	began   time.Time
+	done    <-chan struct{}
+	result  func() error
+	results []error // the sink's answer per message, once awaited
+}
+
+// closed is a done channel for answers known at once.
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// prepare decodes a claimed batch into the messages to publish.
+func (s *scanner) prepare(b batch) *delivery {
+	d := &delivery{b: b, msgs: make([]sinks.Message, 0, len(b.claimed)), members: make([]string, 0, len(b.claimed))}
 	for _, c := range b.claimed {
 		dm, err := s.topic.Decode(c.Member)
 		if err != nil {
-			failures = append(failures, queue.Failure{Member: c.Member, Permanent: true, Reason: err.Error()})
+			d.failures = append(d.failures, queue.Failure{Member: c.Member, Permanent: true, Reason: err.Error()})
 			continue
 		}
 		m := sinks.Message{
 			ID:         dm.ID,
-			Topic:      name,
+			Topic:      s.topic.Name,
 			Body:       dm.Body,
 			Due:        c.DueTime(),
 			Attempt:    c.Attempts + 1,
@@ -36,47 +52,89 @@ func (s *scanner) deliver(ctx context.Context, b batch) {
 		if dm.RoutingKey != "" {
 			m.Key = []byte(dm.RoutingKey)
 		}
-		msgs = append(msgs, m)
-		members = append(members, c.Member)
+		d.msgs = append(d.msgs, m)
+		d.members = append(d.members, c.Member)
 	}
+	return d
+}
 
-	var results []error
-	if len(msgs) > 0 {
-		start := time.Now()
-		err := s.topic.Sink.Publish(ctx, msgs)
-		confirmed := time.Now()
-		s.f.m.Latency.WithLabelValues(name).Observe(confirmed.Sub(start).Seconds())
-		results = sinks.Results(err, len(msgs))
-		lateness := s.f.m.Lateness.WithLabelValues(name)
-		redisNow := confirmed.Add(b.skew)
-		for i, e := range results {
-			if e == nil {
-				lateness.Observe(redisNow.Sub(msgs[i].Due).Seconds())
-			}
+// finish records an answer known without waiting.
+func (d *delivery) finish(err error) {
+	d.done = closed
+	d.result = func() error { return err }
+}
+
+// answered reports whether the sink has answered for every message.
+func (d *delivery) answered() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// start hands d to the sink: a starter returns once the batch is sent,
+// any other sink once it is confirmed.
+func (s *scanner) start(ctx context.Context, d *delivery) {
+	d.began = time.Now()
+	if len(d.msgs) == 0 {
+		d.finish(nil)
+		return
+	}
+	if st, ok := s.topic.Sink.(starter); ok {
+		d.done, d.result = st.Start(ctx, d.msgs)
+		return
+	}
+	err := s.topic.Sink.Publish(ctx, d.msgs)
+	d.finish(err)
+	if err != nil && connectionLost(sinks.Results(err, len(d.msgs))) {
+		s.in.breakOrder() // before the next batch is published
+	}
+}
+
+// await waits for the sink's answer about d (or the end of the drain
+// context) and observes the publish metrics.
+func (s *scanner) await(ctx context.Context, d *delivery) {
+	var err error
+	select {
+	case <-d.done:
+		err = d.result()
+	case <-ctx.Done():
+		err = fmt.Errorf("wait for broker confirms: %w", ctx.Err())
+	}
+	if len(d.msgs) == 0 || d.unsent {
+		return
+	}
+	d.results = sinks.Results(err, len(d.msgs))
+	if err != nil && connectionLost(d.results) {
+		s.in.breakOrder() // the batches claimed after this one go back too
+	}
+	name := s.topic.Name
+	confirmed := time.Now()
+	s.f.m.Latency.WithLabelValues(name).Observe(confirmed.Sub(d.began).Seconds())
+	lateness := s.f.m.Lateness.WithLabelValues(name)
+	redisNow := confirmed.Add(d.b.skew)
+	for i, e := range d.results {
+		if e == nil {
+			lateness.Observe(redisNow.Sub(d.msgs[i].Due).Seconds())
 		}
 	}
+}
 
-	var acks, releases []string
-	for i, e := range results {
-		switch {
-		case e == nil:
-			acks = append(acks, members[i])
-		case errorsIsAny(e, sinks.ErrNotConnected, sinks.ErrClosed, context.Canceled, context.DeadlineExceeded):
-			// Not the message's fault: no attempt is used.
-			releases = append(releases, members[i])
-			s.f.m.Failures.WithLabelValues(name, outcome(e)).Inc()
-		default:
-			permanent := errors.Is(e, sinks.ErrPermanent)
-			failures = append(failures, queue.Failure{
-				Member:    members[i],
-				Backoff:   s.f.backoff(msgs[i].Attempt),
-				Permanent: permanent,
-				Reason:    e.Error(),
-			})
-			s.f.m.Failures.WithLabelValues(name, outcome(e)).Inc()
+// connectionLost reports whether a result says the connection, not the
+// message, failed: such messages go back without an attempt.
+func connectionLost(results []error) bool {
+	for _, e := range results {
+		if e != nil && isConnectionLoss(e) {
+			return true
 		}
 	}
-	s.record(ctx, acks, releases, failures)
+	return false
+}
+
+func isConnectionLoss(err error) bool {
+	return errorsIsAny(err, sinks.ErrNotConnected, sinks.ErrClosed, context.Canceled, context.DeadlineExceeded)
 }
 
 func outcome(err error) string {
@@ -92,11 +150,44 @@ func outcome(err error) string {
 	}
 }
 
-// record writes the outcomes to Redis, retrying for a while when Redis is
-// unreachable. What cannot be written stays in flight: the reaper returns it
-// once the lease expires (a duplicate, never a loss).
-func (s *scanner) record(ctx context.Context, acks, releases []string, failures []queue.Failure) {
+// record writes the outcomes of a group of awaited deliveries to Redis:
+// confirmed ones are acked (in one call), connection losses and unsent
+// batches released, broker refusals retried or dead-lettered. It retries
+// for a while when Redis is unreachable; what cannot be written stays in
+// flight and the reaper returns it once the lease expires (a duplicate,
+// never a loss).
+func (s *scanner) record(ctx context.Context, group []*delivery) {
 	name := s.topic.Name
+	var acks, releases []string
+	var failures []queue.Failure
+	unsent := 0
+	for _, d := range group {
+		failures = append(failures, d.failures...)
+		if d.unsent {
+			releases = append(releases, d.members...)
+			unsent += len(d.members)
+			continue
+		}
+		for i, e := range d.results {
+			switch {
+			case e == nil:
+				acks = append(acks, d.members[i])
+			case isConnectionLoss(e):
+				// Not the message's fault: no attempt is used.
+				releases = append(releases, d.members[i])
+				s.f.m.Failures.WithLabelValues(name, outcome(e)).Inc()
+			default:
+				failures = append(failures, queue.Failure{
+					Member:    d.members[i],
+					Backoff:   s.f.backoff(d.msgs[i].Attempt),
+					Permanent: errors.Is(e, sinks.ErrPermanent),
+					Reason:    e.Error(),
+				})
+				s.f.m.Failures.WithLabelValues(name, outcome(e)).Inc()
+			}
+		}
+	}
+
 	t := s.topic.Topic
 	if len(acks) > 0 {
 		s.redisRetry(ctx, "ack", func(c context.Context) error {
@@ -111,7 +202,12 @@ func (s *scanner) record(ctx context.Context, acks, releases []string, failures 
 			return err
 		})
 		s.f.m.Released.WithLabelValues(name).Add(float64(len(releases)))
-		s.log.Warn("publish failed on the connection; returned without an attempt", "count", len(releases))
+		if lost := len(releases) - unsent; lost > 0 {
+			s.log.Warn("publish failed on the connection; returned without an attempt", "count", lost)
+		}
+		if unsent > 0 {
+			s.log.Info("returned unpublished after an earlier batch went back, to keep the slot's order", "count", unsent)
+		}
 	}
 	for _, fl := range failures {
 		var out queue.Outcome

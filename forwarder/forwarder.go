@@ -37,8 +37,11 @@ type Options struct {
 
 	// BatchSize is the most messages claimed per round trip (default 500).
 	BatchSize int
-	// MaxInflightBatches is how many claimed batches per slot may wait for
-	// confirms (default 2): a slow broker slows claiming.
+	// MaxInflightBatches bounds what one slot has claimed and not yet
+	// settled to MaxInflightBatches×BatchSize messages (default 2): a slow
+	// broker slows claiming. Within that bound a slot may have many small
+	// batches in flight, so a trickle of messages does not wait behind the
+	// confirms of earlier ones.
 	MaxInflightBatches int
 	// Lease is how long a claim holds before the reaper returns it (default 30s).
 	Lease time.Duration
@@ -136,7 +139,7 @@ type slotKey struct {
 // running is a started scanner.
 type running struct {
 	cancel context.CancelFunc
-	wake   chan struct{}
+	alarm  *alarm
 }
 
 // New checks the options and returns a Forwarder ready to Run.
@@ -215,10 +218,10 @@ func (f *Forwarder) setOwnedAsync(ctx context.Context, want map[slotKey]bool) {
 			continue
 		}
 		sctx, cancel := context.WithCancel(ctx)
-		r := &running{cancel: cancel, wake: make(chan struct{}, 1)}
+		r := &running{cancel: cancel, alarm: newAlarm()}
 		f.owned[k] = r
-		f.wakes.add(k, r.wake)
-		s := f.newScanner(k, r.wake)
+		f.wakes.add(k, r.alarm)
+		s := f.newScanner(k, r.alarm)
 		f.scanners.Add(1)
 		go func() {
 			defer f.scanners.Done()

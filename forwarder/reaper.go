@@ -2,6 +2,7 @@ package forwarder
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -42,7 +43,7 @@ func (f *Forwarder) reap(ctx context.Context, k slotKey, cursor string) string {
 		if r.Reaped > 0 {
 			f.m.Reaped.WithLabelValues(t.Name).Add(float64(r.Reaped))
 			f.log.Warn("returned expired leases", "topic", t.Name, "slot", k.slot, "count", r.Reaped)
-			f.wakes.wake(k)
+			f.wakes.wake(k, math.Inf(-1)) // due now
 		}
 		if r.Dead > 0 {
 			f.m.Dead.WithLabelValues(t.Name).Add(float64(r.Dead))

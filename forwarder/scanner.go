@@ -16,32 +16,48 @@ import (
 const redisTimeout = 5 * time.Second
 
 // scanner claims and publishes the due messages of one topic×slot.
+//
+// Three goroutines form its pipeline: the claimer (run) claims batches in
+// score order, the publisher hands each batch to the sink in that order, and
+// the settler waits for the broker's answers in that order and records them
+// in Redis. A sink that can start a publish without waiting for its confirms
+// (see starter) gets batch k+1 while the broker still confirms batch k. The
+// claimed messages not yet settled are capped (see inflight), so a slow
+// broker slows claiming instead of moving the backlog into flight.
 type scanner struct {
 	f     *Forwarder
 	topic Topic
 	slot  int
-	wake  <-chan struct{}
+	alarm *alarm
+	in    *inflight
 	log   *slog.Logger
 }
 
-// batch is one claim handed from the scanner to its publisher.
+// batch is one claim handed from the claimer to the publisher.
 type batch struct {
 	claimed []queue.Claimed
 	// skew is Redis's clock minus the local clock at the claim, so lateness
 	// is measured against the clock that decided the message was due.
 	skew time.Duration
+	// epoch is the inflight epoch the claim was made in.
+	epoch uint64
 }
 
-func (f *Forwarder) newScanner(k slotKey, wake <-chan struct{}) *scanner {
+func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 	t := f.opt.Topics[k.topic]
 	return &scanner{
 		f:     f,
 		topic: t,
 		slot:  k.slot,
-		wake:  wake,
+		alarm: a,
+		in:    newInflight(),
 		log:   f.log.With("topic", t.Name, "slot", k.slot),
 	}
 }
+
+// pipelineDepth is how many batches may wait between two stages of the
+// pipeline; the inflight cap is what bounds the messages.
+const pipelineDepth = 64
 
 // run claims until ctx ends, then lets the batches already claimed finish
 // within the shutdown timeout; what is not confirmed by then is returned.
@@ -67,40 +83,38 @@ func (s *scanner) run(ctx context.Context) {
 		}
 	}()
 
-	tokens := make(chan struct{}, opt.MaxInflightBatches)
-	work := make(chan batch, opt.MaxInflightBatches)
+	work := make(chan batch, pipelineDepth)
+	sent := make(chan *delivery, pipelineDepth)
 	done := make(chan struct{})
+	go s.publishLoop(drain, work, sent)
 	go func() {
 		defer close(done)
-		for b := range work {
-			s.deliver(drain, b)
-			<-tokens
-		}
+		s.settleLoop(drain, sent)
 	}()
-	s.claimLoop(ctx, tokens, work)
+	s.claimLoop(ctx, work)
 	close(work)
 	<-done
 }
 
-func (s *scanner) claimLoop(ctx context.Context, tokens chan struct{}, work chan<- batch) {
+func (s *scanner) claimLoop(ctx context.Context, work chan<- batch) {
 	opt := &s.f.opt
 	errWait := 50 * time.Millisecond
+	backlogged := false // the last claim was full: more is due
 	for ctx.Err() == nil {
 		if !s.waitSink(ctx) {
 			return
 		}
-		select {
-		case tokens <- struct{}{}:
-		case <-ctx.Done():
+		limit, epoch, ok := s.in.waitRoom(ctx, opt.BatchSize, opt.MaxInflightBatches*opt.BatchSize, backlogged)
+		if !ok {
 			return
 		}
+		s.alarm.reset()
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
 		before := time.Now()
-		c, err := s.f.q.Claim(cctx, s.topic.Topic, s.slot, opt.BatchSize, opt.Lease)
+		c, err := s.f.q.Claim(cctx, s.topic.Topic, s.slot, limit, opt.Lease)
 		after := time.Now()
 		cancel()
 		if err != nil {
-			<-tokens
 			s.f.m.RedisErrs.WithLabelValues("claim").Inc()
 			s.log.Warn("claim failed", "err", err, "retry_in", errWait)
 			sleep(ctx, errWait, nil)
@@ -108,27 +122,50 @@ func (s *scanner) claimLoop(ctx context.Context, tokens chan struct{}, work chan
 			continue
 		}
 		errWait = 50 * time.Millisecond
+		skew := c.Now.Sub(before.Add(after.Sub(before) / 2))
 		if n := len(c.Messages); n > 0 {
 			s.f.m.Claimed.WithLabelValues(s.topic.Name).Add(float64(n))
-			mid := before.Add(after.Sub(before) / 2)
-			work <- batch{claimed: c.Messages, skew: c.Now.Sub(mid)}
-		} else {
-			<-tokens
+			s.in.add(n)
+			work <- batch{claimed: c.Messages, skew: skew, epoch: epoch}
 		}
-		if len(c.Messages) >= opt.BatchSize {
+		if backlogged = len(c.Messages) >= limit; backlogged {
 			continue // more may be due already
 		}
-		wait := opt.PollInterval
+		// Look again when the next message falls due, at the latest after
+		// the poll interval (a message scheduled earlier rings the alarm).
+		target := redisMillis(c.Now) + float64(opt.PollInterval)/float64(time.Millisecond)
 		if c.HasNext {
-			now := float64(c.Now.UnixMilli())
-			untilNext := time.Duration(math.Ceil(c.Next-now)) * time.Millisecond
-			wait = min(wait, untilNext)
+			target = min(target, c.Next)
 		}
-		if wait <= 0 {
-			continue
+		if !s.nap(ctx, target, skew) {
+			return
 		}
-		sleep(ctx, wait, s.wake)
 	}
+}
+
+// nap sleeps until Redis's clock reaches target (ms), or an earlier
+// announced score; false when ctx ended.
+func (s *scanner) nap(ctx context.Context, target float64, skew time.Duration) bool {
+	for {
+		at := s.alarm.plan(target)
+		d := time.Until(queue.MillisTime(at).Add(-skew))
+		if math.IsInf(at, -1) || d <= 0 {
+			return true
+		}
+		woken, ok := sleepOrWake(ctx, d, s.alarm.C)
+		if !ok {
+			return false
+		}
+		if !woken {
+			return true
+		}
+		target = at // an earlier message was announced: plan again
+	}
+}
+
+// redisMillis is t in Unix milliseconds, with its fraction.
+func redisMillis(t time.Time) float64 {
+	return float64(t.UnixNano()) / float64(time.Millisecond)
 }
 
 // waitSink blocks while the sink reports it is not connected, so nothing is
@@ -162,15 +199,22 @@ func (s *scanner) waitSink(ctx context.Context) bool {
 
 // sleep waits for d, a wake-up or the end of ctx; false when ctx ended.
 func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+	_, ok := sleepOrWake(ctx, d, wake)
+	return ok
+}
+
+// sleepOrWake waits for d or a wake-up (woken true); ok is false when ctx
+// ended.
+func sleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) (woken, ok bool) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return true
+		return false, true
 	case <-wake:
-		return true
+		return true, true
 	case <-ctx.Done():
-		return false
+		return false, false
 	}
 }
 

@@ -2,43 +2,98 @@ package forwarder
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// wakeups maps owned slots to their scanners' wake channels.
-type wakeups struct {
-	mu sync.Mutex
-	ch map[slotKey]chan<- struct{}
+// alarm wakes one scanner for a message due before the time it planned to
+// look again. Announcements carry the message's due score (Redis ms), so a
+// scanner is not woken for a message that falls due after the one it
+// already sleeps for.
+//
+// The scanner resets the alarm before each claim (the claim sees every
+// message scheduled before it) and plans after: plan returns the earliest
+// score announced meanwhile. ring stores the score before it reads the plan
+// and plan stores the plan before it reads the scores, so an announcement
+// racing with a claim is seen by one of the two.
+type alarm struct {
+	C        chan struct{} // signalled when an announced score is before the plan
+	planned  atomic.Uint64 // float64 bits: Redis ms the scanner will look by; 0 while it is busy
+	earliest atomic.Uint64 // float64 bits: earliest score announced since reset
 }
 
-func newWakeups() *wakeups { return &wakeups{ch: map[slotKey]chan<- struct{}{}} }
+func newAlarm() *alarm {
+	a := &alarm{C: make(chan struct{}, 1)}
+	a.earliest.Store(math.Float64bits(math.Inf(1)))
+	return a
+}
 
-func (w *wakeups) add(k slotKey, c chan<- struct{}) {
+// ring announces a message due at score (Redis ms; -Inf for "due now").
+func (a *alarm) ring(score float64) {
+	for {
+		old := a.earliest.Load()
+		if math.Float64frombits(old) <= score || a.earliest.CompareAndSwap(old, math.Float64bits(score)) {
+			break
+		}
+	}
+	if score < math.Float64frombits(a.planned.Load()) {
+		select {
+		case a.C <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// reset forgets earlier announcements before a claim.
+func (a *alarm) reset() {
+	a.planned.Store(0)
+	a.earliest.Store(math.Float64bits(math.Inf(1)))
+	select {
+	case <-a.C:
+	default:
+	}
+}
+
+// plan records that the scanner looks again at target (Redis ms) and
+// returns the time it must look instead: target, or an earlier announced
+// score.
+func (a *alarm) plan(target float64) float64 {
+	a.planned.Store(math.Float64bits(target))
+	return min(target, math.Float64frombits(a.earliest.Load()))
+}
+
+// wakeups maps owned slots to their scanners' alarms.
+type wakeups struct {
+	mu sync.Mutex
+	a  map[slotKey]*alarm
+}
+
+func newWakeups() *wakeups { return &wakeups{a: map[slotKey]*alarm{}} }
+
+func (w *wakeups) add(k slotKey, a *alarm) {
 	w.mu.Lock()
-	w.ch[k] = c
+	w.a[k] = a
 	w.mu.Unlock()
 }
 
 func (w *wakeups) remove(k slotKey) {
 	w.mu.Lock()
-	delete(w.ch, k)
+	delete(w.a, k)
 	w.mu.Unlock()
 }
 
-// wake nudges the scanner of k, if this replica runs one; never blocks.
-func (w *wakeups) wake(k slotKey) {
+// wake tells the scanner of k, if this replica runs one, that a message is
+// due at score; never blocks.
+func (w *wakeups) wake(k slotKey, score float64) {
 	w.mu.Lock()
-	c := w.ch[k]
+	a := w.a[k]
 	w.mu.Unlock()
-	if c == nil {
-		return
-	}
-	select {
-	case c <- struct{}{}:
-	default:
+	if a != nil {
+		a.ring(score)
 	}
 }
 
@@ -68,12 +123,17 @@ func (f *Forwarder) listenWake(ctx context.Context) {
 					break recv
 				}
 				topic, rest, _ := strings.Cut(msg.Payload, "\n")
-				slotText, _, _ := strings.Cut(rest, "\n")
+				slotText, scoreText, _ := strings.Cut(rest, "\n")
 				ti, known := index[topic]
 				slot, err := strconv.Atoi(slotText)
-				if known && err == nil {
-					f.wakes.wake(slotKey{ti, slot})
+				if !known || err != nil {
+					continue
 				}
+				score, err := strconv.ParseFloat(scoreText, 64)
+				if err != nil || math.IsNaN(score) {
+					score = math.Inf(-1) // unknown: look at once
+				}
+				f.wakes.wake(slotKey{ti, slot}, score)
 			}
 		}
 		ps.Close()

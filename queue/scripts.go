@@ -52,22 +52,33 @@ end
 // ARGV[2] -> lease, ms
 // ARGV[3] -> "1" when the topic's members are envelopes
 //
-// Returns {now, next, m1, due1, attempts1, m2, …}: now is Redis's time (ms),
-// next is the lowest score left in the scheduled set ("" when empty), due is
-// the original due time (kept from the first claim through retries and
-// reaps), attempts the failed attempts so far. A score of -inf can never be
-// honoured: such a member goes to the dead set instead (and, for an
-// envelope, leaves the ids index). Claiming leaves the ids index alone: an
-// id keeps naming its member while it is in flight.
+// Returns {now, next, m1, due1, attempts1, m2, …}: now is Redis's time (ms,
+// with its microseconds as a fraction, so the scanner can sleep until the
+// next due time to the microsecond), next is the lowest score left in the
+// scheduled set ("" when empty), due is the original due time (kept from the
+// first claim through retries and reaps), attempts the failed attempts so
+// far. A score of -inf can never be honoured: such a member goes to the dead
+// set instead (and, for an envelope, leaves the ids index). Claiming leaves
+// the ids index alone: an id keeps naming its member while it is in flight.
+//
+// When nothing is due it only reads the first score: an idle slot costs one
+// command besides TIME. Otherwise the records of the claimed members are read
+// and written with one variadic command per chunk of 256, not one per member.
 var claimScript = redis.NewScript(nowLua + idsLua + `
+local out = {string.format('%.3f', tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000), ''}
+local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if not head[2] or tonumber(head[2]) > now then
+  if head[2] then out[2] = head[2] end
+  return out
+end
 local limit = tonumber(ARGV[1])
 local deadline = now + tonumber(ARGV[2])
 local items = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now), 'WITHSCORES', 'LIMIT', 0, limit)
-local out = {string.format('%.0f', now), ''}
 local n = #items / 2
 if n > 0 then
   redis.call('ZREMRANGEBYRANK', KEYS[1], 0, n - 1)
-  local lease = {}
+  local failed = redis.call('HLEN', KEYS[4]) > 0
+  local ms, ss = {}, {}
   for i = 1, #items, 2 do
     local m, s = items[i], items[i + 1]
     if s == '-inf' then
@@ -77,21 +88,29 @@ if n > 0 then
       redis.call('HDEL', KEYS[4], m)
       if ARGV[3] == '1' then unmap(KEYS[7], KEYS[1], KEYS[2], idof(m), m) end
     else
-      lease[#lease + 1] = deadline
-      lease[#lease + 1] = m
-      if redis.call('HSETNX', KEYS[3], m, s) == 0 then
-        s = redis.call('HGET', KEYS[3], m)
-      end
-      out[#out + 1] = m
-      out[#out + 1] = s
-      out[#out + 1] = redis.call('HGET', KEYS[4], m) or '0'
-    end
-    if #lease >= 256 then
-      redis.call('ZADD', KEYS[2], unpack(lease))
-      lease = {}
+      ms[#ms + 1], ss[#ss + 1] = m, s
     end
   end
-  if #lease > 0 then
+  for c = 1, #ms, 256 do
+    local last = math.min(c + 255, #ms)
+    local chunk = {unpack(ms, c, last)}
+    local dues = redis.call('HMGET', KEYS[3], unpack(chunk))
+    local atts = failed and redis.call('HMGET', KEYS[4], unpack(chunk)) or {}
+    local record, lease = {}, {}
+    for j = 1, #chunk do
+      local m, due = chunk[j], dues[j]
+      if not due then
+        due = ss[c + j - 1]
+        record[#record + 1] = m
+        record[#record + 1] = due
+      end
+      lease[#lease + 1] = deadline
+      lease[#lease + 1] = m
+      out[#out + 1] = m
+      out[#out + 1] = due
+      out[#out + 1] = atts[j] or '0'
+    end
+    if #record > 0 then redis.call('HSET', KEYS[3], unpack(record)) end
     redis.call('ZADD', KEYS[2], unpack(lease))
   end
 end
@@ -112,16 +131,37 @@ return out
 // Returns how many were still in flight. A member no longer in flight (its
 // lease expired and it was reaped, or the producer replaced it) is left
 // alone. An acked envelope leaves the ids index unless its member was
-// scheduled again meanwhile.
+// scheduled again meanwhile. Members are looked up and forgotten with one
+// variadic command per chunk of 256, not one per member.
 var ackScript = redis.NewScript(idsLua + `
 local n = 0
-for i = 1, #ARGV, 2 do
-  local m = ARGV[i]
-  if redis.call('ZREM', KEYS[1], m) == 1 then
-    redis.call('HDEL', KEYS[2], m)
-    redis.call('HDEL', KEYS[3], m)
-    unmap(KEYS[5], KEYS[4], KEYS[1], ARGV[i + 1], m)
-    n = n + 1
+local failed = redis.call('HLEN', KEYS[3]) > 0
+local seen = {}
+for c = 1, #ARGV, 512 do
+  local ms, ids = {}, {}
+  for i = c, math.min(c + 510, #ARGV - 1), 2 do
+    if not seen[ARGV[i]] then
+      seen[ARGV[i]] = true
+      ms[#ms + 1], ids[#ids + 1] = ARGV[i], ARGV[i + 1]
+    end
+  end
+  if #ms > 0 then
+    local scores = redis.call('ZMSCORE', KEYS[1], unpack(ms))
+    local held, heldIDs = {}, {}
+    for j = 1, #ms do
+      if scores[j] then
+        held[#held + 1], heldIDs[#heldIDs + 1] = ms[j], ids[j]
+      end
+    end
+    if #held > 0 then
+      redis.call('ZREM', KEYS[1], unpack(held))
+      redis.call('HDEL', KEYS[2], unpack(held))
+      if failed then redis.call('HDEL', KEYS[3], unpack(held)) end
+      for j = 1, #held do
+        unmap(KEYS[5], KEYS[4], KEYS[1], heldIDs[j], held[j])
+      end
+      n = n + #held
+    end
   end
 end
 return n

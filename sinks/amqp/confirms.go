@@ -93,18 +93,19 @@ type identity struct{ messageID, exchange, key string }
 // mandatory message, and that ack is still an ack. The channel's watcher
 // reads returns (unbuffered, so the library cannot hand over the later ack
 // first) and confirms on one goroutine: a return marks the earliest pending
-// message with its identity, and the ack then reports the failure.
+// message with its identity, and the ack then reports the failure. Returns
+// are rare, so a return searches the pending messages rather than every
+// publish keeping an index by identity.
 type tracker struct {
 	mu     sync.Mutex
 	tags   map[uint64]*pending
-	byID   map[identity][]uint64 // unconfirmed tags, ascending
-	low    uint64                // lowest tag whose confirm has not been seen
-	unsent []*pending            // publish refused by the closing channel
-	blame  func(*pending) error  // set when the channel ended
+	low    uint64               // lowest tag whose confirm has not been seen
+	unsent []*pending           // publish refused by the closing channel
+	blame  func(*pending) error // set when the channel ended
 }
 
 func newTracker() *tracker {
-	return &tracker{tags: make(map[uint64]*pending), byID: make(map[identity][]uint64), low: 1}
+	return &tracker{tags: make(map[uint64]*pending), low: 1}
 }
 
 // add registers tag before its message is published. False: the channel is
@@ -116,7 +117,6 @@ func (t *tracker) add(tag uint64, p *pending) bool {
 		return false
 	}
 	t.tags[tag] = p
-	t.byID[p.id] = append(t.byID[p.id], tag)
 	return true
 }
 
@@ -134,18 +134,6 @@ func (t *tracker) take(tag uint64) *pending {
 		return nil
 	}
 	delete(t.tags, tag)
-	tags := t.byID[p.id]
-	for i, x := range tags {
-		if x == tag {
-			tags = append(tags[:i], tags[i+1:]...)
-			break
-		}
-	}
-	if len(tags) == 0 {
-		delete(t.byID, p.id)
-	} else {
-		t.byID[p.id] = tags
-	}
 	return p
 }
 
@@ -155,11 +143,15 @@ func (t *tracker) returned(ret amqp091.Return) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	id := identity{ret.MessageId, ret.Exchange, ret.RoutingKey}
-	for _, tag := range t.byID[id] {
-		if p := t.tags[tag]; p.returned == nil {
-			p.returned = fmt.Errorf("unroutable: %d %s", ret.ReplyCode, ret.ReplyText)
-			return
+	var first *pending
+	var firstTag uint64
+	for tag, p := range t.tags {
+		if p.id == id && p.returned == nil && (first == nil || tag < firstTag) {
+			first, firstTag = p, tag
 		}
+	}
+	if first != nil {
+		first.returned = fmt.Errorf("unroutable: %d %s", ret.ReplyCode, ret.ReplyText)
 	}
 }
 
@@ -217,7 +209,6 @@ func (t *tracker) fail(blame func(*pending) error) {
 		delete(t.tags, tag)
 		p.b.resolve(p.i, blame(p))
 	}
-	clear(t.byID)
 	for _, p := range t.unsent {
 		p.b.resolve(p.i, blame(p))
 	}

@@ -25,6 +25,7 @@ const (
 // session is one open connection and its confirm-mode channel.
 type session struct {
 	conn *amqp091.Connection
+	w    *writeTimeoutConn // under conn: corks the writes of a batch
 	ch   *amqp091.Channel
 	tr   *tracker
 }
@@ -42,7 +43,7 @@ func (s *Sink) run() {
 	defer close(s.done)
 	retry := backoff{min: s.cfg.ReconnectMin, max: s.cfg.ReconnectMax}
 	for s.ctx.Err() == nil {
-		conn, err := s.dial()
+		conn, w, err := s.dial()
 		if err != nil {
 			if s.ctx.Err() != nil {
 				return
@@ -55,7 +56,7 @@ func (s *Sink) run() {
 		}
 		s.log.Info("amqp connected", "url", s.endpoint)
 		retry.reset()
-		s.serve(conn, &retry)
+		s.serve(conn, w, &retry)
 		if s.ctx.Err() == nil {
 			s.sleep(retry.next())
 		}
@@ -65,7 +66,7 @@ func (s *Sink) run() {
 
 // serve opens channels on conn, reopening one the broker closed, until conn
 // drops or the sink closes.
-func (s *Sink) serve(conn *amqp091.Connection, retry *backoff) {
+func (s *Sink) serve(conn *amqp091.Connection, w *writeTimeoutConn, retry *backoff) {
 	connCloses := conn.NotifyClose(make(chan *amqp091.Error, 1))
 	blocks := conn.NotifyBlocked(make(chan amqp091.Blocking, 8))
 	defer func() { _ = conn.CloseDeadline(time.Now().Add(closeTimeout)) }()
@@ -80,7 +81,7 @@ func (s *Sink) serve(conn *amqp091.Connection, retry *backoff) {
 			s.sleep(retry.next())
 			continue
 		}
-		sess := &session{conn: conn, ch: ch, tr: newTracker()}
+		sess := &session{conn: conn, w: w, ch: ch, tr: newTracker()}
 		s.setUp(sess)
 		if !s.watch(sess, l, connCloses, blocks) {
 			return
@@ -209,14 +210,15 @@ func blockReason(b amqp091.Blocking) string {
 }
 
 // dial opens a connection; Close interrupts the TCP connect and the
-// handshake.
-func (s *Sink) dial() (*amqp091.Connection, error) {
+// handshake. It also returns the connection's writer.
+func (s *Sink) dial() (*amqp091.Connection, *writeTimeoutConn, error) {
 	props := amqp091.NewConnectionProperties()
 	if s.cfg.Name != "" {
 		props.SetClientConnectionName(s.cfg.Name)
 	}
 	var mu sync.Mutex
 	var raw net.Conn
+	var w *writeTimeoutConn
 	cfg := amqp091.Config{
 		TLSClientConfig: s.cfg.TLS,
 		Properties:      props,
@@ -237,7 +239,10 @@ func (s *Sink) dial() (*amqp091.Connection, error) {
 				_ = c.Close()
 				return nil, err
 			}
-			return &writeTimeoutConn{Conn: c, timeout: s.cfg.WriteTimeout}, nil
+			mu.Lock()
+			w = &writeTimeoutConn{Conn: c, timeout: s.cfg.WriteTimeout}
+			mu.Unlock()
+			return w, nil
 		},
 	}
 	stop := context.AfterFunc(s.ctx, func() {
@@ -248,22 +253,98 @@ func (s *Sink) dial() (*amqp091.Connection, error) {
 		}
 	})
 	defer stop()
-	return amqp091.DialConfig(s.cfg.URL, cfg)
+	conn, err := amqp091.DialConfig(s.cfg.URL, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return conn, w, nil
 }
 
 // writeTimeoutConn bounds every write. The library writes without a
 // deadline while holding the channel's lock, so a write stuck on a stalled
 // network would keep the channel, and its shutdown, blocked forever.
+//
+// It also corks: the library flushes every message on its own, one system
+// call each, so while a batch is published the writes are gathered and sent
+// together (every corkLimit bytes, and when the batch is done). Nothing
+// waits for an answer to a write made while corked. A failed write closes
+// the connection, so the library, and the sink's watcher, see it drop.
 type writeTimeoutConn struct {
 	net.Conn
 	timeout time.Duration
+
+	mu     sync.Mutex
+	corked bool
+	buf    []byte
+	err    error // the write that failed: every later one fails too
 }
 
+// corkLimit is the most bytes held back while corked.
+const corkLimit = 64 << 10
+
 func (c *writeTimeoutConn) Write(p []byte) (int, error) {
-	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil {
-		return 0, err
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return 0, c.err
 	}
-	return c.Conn.Write(p)
+	if !c.corked {
+		return c.write(p)
+	}
+	c.buf = append(c.buf, p...)
+	if len(c.buf) >= corkLimit {
+		if err := c.flush(); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// cork holds writes back until uncork.
+func (c *writeTimeoutConn) cork() {
+	c.mu.Lock()
+	c.corked = true
+	c.mu.Unlock()
+}
+
+// uncork sends what was held back and lets writes through again.
+func (c *writeTimeoutConn) uncork() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.corked = false
+	if c.err == nil {
+		c.flush()
+	}
+}
+
+// flush sends the held-back bytes; mu is held.
+func (c *writeTimeoutConn) flush() error {
+	if len(c.buf) == 0 {
+		return nil
+	}
+	_, err := c.write(c.buf)
+	c.buf = c.buf[:0]
+	if cap(c.buf) > 4*corkLimit {
+		c.buf = nil
+	}
+	return err
+}
+
+// write sends p with the write deadline; mu is held. A failure closes the
+// connection: bytes held back may be lost, so it cannot go on.
+func (c *writeTimeoutConn) write(p []byte) (int, error) {
+	err := c.Conn.SetWriteDeadline(time.Now().Add(c.timeout))
+	n := 0
+	if err == nil {
+		n, err = c.Conn.Write(p)
+	}
+	if err != nil {
+		c.err = err
+		c.Conn.Close()
+	}
+	return n, err
 }
 
 // sleep waits d or until Close.

@@ -82,17 +82,34 @@ func New(cfg Config, log *slog.Logger) (*Sink, error) {
 // sinks.Sink for what the result means. Publishing while disconnected fails
 // at once with an error wrapping sinks.ErrNotConnected.
 func (s *Sink) Publish(ctx context.Context, msgs []sinks.Message) error {
+	done, result := s.Start(ctx, msgs)
+	select {
+	case <-done:
+		return result()
+	case <-ctx.Done():
+		return fmt.Errorf("wait for broker confirms: %w", ctx.Err())
+	}
+}
+
+// Start publishes msgs in order like Publish but returns once they are
+// written to the channel, without waiting for the broker's confirms: done
+// closes when every message has its answer, and result then returns what
+// Publish would have. The messages of one Start go out contiguously and
+// after those of every Start that returned before, so a caller can publish
+// batch k+1 while the broker still confirms batch k and keep the order.
+// ctx bounds the writing; the caller bounds its wait for done.
+func (s *Sink) Start(ctx context.Context, msgs []sinks.Message) (done <-chan struct{}, result func() error) {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
-		return errClosed
+		return answered(errClosed)
 	}
 	if len(msgs) == 0 {
-		return nil
+		return answered(nil)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("publish %d messages: %w", len(msgs), err)
+		return answered(fmt.Errorf("publish %d messages: %w", len(msgs), err))
 	}
 	b := newBatch(len(msgs))
 	for i, m := range msgs {
@@ -101,12 +118,14 @@ func (s *Sink) Publish(ctx context.Context, msgs []sinks.Message) error {
 		}
 	}
 	s.send(ctx, b, msgs)
-	select {
-	case <-b.done:
-		return b.result()
-	case <-ctx.Done():
-		return fmt.Errorf("wait for broker confirms: %w", ctx.Err())
-	}
+	return b.done, b.result
+}
+
+// answered is a Start result known at once.
+func answered(err error) (<-chan struct{}, func() error) {
+	c := make(chan struct{})
+	close(c)
+	return c, func() error { return err }
 }
 
 // send publishes the messages of b that have no result yet, contiguously.
@@ -118,6 +137,8 @@ func (s *Sink) send(ctx context.Context, b *batch, msgs []sinks.Message) {
 		b.resolveFrom(0, err)
 		return
 	}
+	sess.w.cork()
+	defer sess.w.uncork()
 	now := time.Now()
 	for i, m := range msgs {
 		if b.isResolved(i) {

@@ -1,0 +1,411 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// daemon is one running delaybridge process.
+type daemon struct {
+	cmd     *exec.Cmd
+	addr    string // of /metrics
+	logPath string
+	done    chan error
+}
+
+// startDaemon runs `delaybridge run` with vars on top of an environment
+// stripped of every other DELAYBRIDGE_* variable, and waits until it serves
+// HTTP and owns every slot of its topic.
+func startDaemon(ctx context.Context, e *env, vars map[string]string, slots int) (*daemon, error) {
+	bin, err := filepath.Abs(e.o.bin)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("daemon binary: %w (run make build)", err)
+	}
+	cmd := exec.Command(bin, "run")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DELAYBRIDGE_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	base := map[string]string{
+		"DELAYBRIDGE_REDIS_URL":  e.o.redisURL,
+		"DELAYBRIDGE_AMQP_URL":   e.o.amqpURL,
+		"DELAYBRIDGE_HTTP_ADDR":  "127.0.0.1:0",
+		"DELAYBRIDGE_LOG_LEVEL":  "info",
+		"DELAYBRIDGE_LOG_FORMAT": "json",
+		"DELAYBRIDGE_REPLICA_ID": "bench-" + e.o.scenarioID,
+	}
+	for k, v := range vars {
+		base[k] = v
+	}
+	for _, kv := range e.o.daemonEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		base[k] = v
+	}
+	for k, v := range base {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	logf, err := os.CreateTemp("", "delaybridge-bench-*.log")
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	d := &daemon{cmd: cmd, logPath: logf.Name(), done: make(chan error, 1)}
+	addrs := make(chan string, 1)
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		defer logf.Close()
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			logf.Write(line)
+			logf.Write([]byte{'\n'})
+			var rec struct {
+				Msg  string `json:"msg"`
+				Addr string `json:"addr"`
+			}
+			if bytes.Contains(line, []byte("http listening")) && json.Unmarshal(line, &rec) == nil && rec.Msg == "http listening" {
+				select {
+				case addrs <- rec.Addr:
+				default:
+				}
+			}
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	go func() {
+		<-copied
+		d.done <- cmd.Wait()
+	}()
+	select {
+	case d.addr = <-addrs:
+	case err := <-d.done:
+		return nil, fmt.Errorf("daemon exited before serving (%v); log: %s", err, d.logPath)
+	case <-time.After(30 * time.Second):
+		d.stop()
+		return nil, fmt.Errorf("daemon did not serve within 30 s; log: %s", d.logPath)
+	case <-ctx.Done():
+		d.stop()
+		return nil, ctx.Err()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m, err := d.metrics()
+		if err == nil && m[`delaybridge_owned_slots{topic="bench"}`] == float64(slots) {
+			return d, nil
+		}
+		if time.Now().After(deadline) {
+			d.stop()
+			return nil, fmt.Errorf("daemon did not own its %d slots within 30 s (%v); log: %s", slots, err, d.logPath)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM and waits (SIGKILL after 30 s).
+func (d *daemon) stop() error {
+	if d.cmd.ProcessState != nil {
+		return nil
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.done:
+		return err
+	case <-time.After(30 * time.Second):
+		d.cmd.Process.Kill()
+		<-d.done
+		return fmt.Errorf("daemon did not stop within 30 s of SIGTERM; log: %s", d.logPath)
+	}
+}
+
+// finish stops the daemon and removes its log unless kept.
+func (d *daemon) finish(keep bool) {
+	if err := d.stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "   daemon:", err)
+		keep = true
+	}
+	if keep {
+		fmt.Fprintln(os.Stderr, "   daemon log:", d.logPath)
+		return
+	}
+	os.Remove(d.logPath)
+}
+
+// metrics scrapes /metrics into name{labels} → value.
+func (d *daemon) metrics() (map[string]float64, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + d.addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || line == "" {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] = v
+	}
+	return out, sc.Err()
+}
+
+// failures sums the daemon's failure counters, for the notes.
+func (d *daemon) failures() []string {
+	m, err := d.metrics()
+	if err != nil {
+		return []string{"metrics: " + err.Error()}
+	}
+	var notes []string
+	for k, v := range m {
+		if v == 0 {
+			continue
+		}
+		for _, name := range []string{"delaybridge_publish_failures_total", "delaybridge_redis_errors_total", "delaybridge_dead_total", "delaybridge_reaped_total", "delaybridge_retried_total"} {
+			if strings.HasPrefix(k, name) {
+				notes = append(notes, fmt.Sprintf("daemon %s = %.0f", k, v))
+			}
+		}
+	}
+	return notes
+}
+
+// cpu is the CPU time the process used so far: the sum of its threads'
+// schedstat run times (ns precision), or utime+stime when unavailable.
+func (d *daemon) cpu() time.Duration { return processCPU(d.cmd.Process.Pid) }
+
+func processCPU(pid int) time.Duration {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err == nil {
+		var sum time.Duration
+		ok := true
+		for _, t := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+			if err != nil {
+				continue // thread ended meanwhile
+			}
+			f := strings.Fields(string(b))
+			if len(f) < 1 {
+				ok = false
+				break
+			}
+			ns, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				ok = false
+				break
+			}
+			sum += time.Duration(ns)
+		}
+		if ok && sum > 0 {
+			return sum
+		}
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * (time.Second / 100) // USER_HZ is 100 on Linux
+}
+
+// peakRSS is the process's peak resident set (VmHWM) in bytes.
+func (d *daemon) peakRSS() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(rest)
+			if len(f) >= 1 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+// window measures the daemon's CPU and Redis's commands over a span, and
+// the CPU of every process involved, to show where the time goes.
+type window struct {
+	d     *daemon
+	e     *env
+	start time.Time
+	cpu0  time.Duration
+	redis redisCounters
+	procs map[string]int
+	cpus0 map[string]time.Duration
+	noise *noiseProbe
+}
+
+func (e *env) startWindow(ctx context.Context, d *daemon) *window {
+	w := &window{d: d, e: e, start: time.Now(), procs: e.processes(), cpus0: map[string]time.Duration{}, noise: startNoiseProbe()}
+	w.procs["delaybridge"] = d.cmd.Process.Pid
+	w.redis, _ = e.redisCounters(ctx)
+	w.cpu0 = d.cpu()
+	for name, pid := range w.procs {
+		w.cpus0[name] = processCPU(pid)
+	}
+	return w
+}
+
+// end fills the daemon's CPU and RSS and Redis's rates into r.
+func (w *window) end(ctx context.Context, r *Scenario) {
+	cpu := w.d.cpu() - w.cpu0
+	span := time.Since(w.start)
+	r.Notes = append(r.Notes, w.noise.stop())
+	r.CPU = map[string]float64{}
+	for name, pid := range w.procs {
+		r.CPU[name] = round2((processCPU(pid) - w.cpus0[name]).Seconds())
+	}
+	after, err := w.e.redisCounters(ctx)
+	r.DaemonCPU = round2(cpu.Seconds())
+	r.DaemonRSS = w.d.peakRSS()
+	r.WindowS = round2(span.Seconds())
+	if err == nil {
+		r.RedisCmds = perSecond(float64(after.total-w.redis.total), span)
+		r.RedisCalls = perSecond(float64(after.calls-w.redis.calls), span)
+	}
+}
+
+// noiseProbe measures how late this machine wakes a sleeping goroutine
+// during a window (1 ms sleeps): the floor under any lateness, and a sign of
+// other load on a shared machine.
+type noiseProbe struct {
+	stopc chan struct{}
+	done  chan []float64
+	load0 string
+}
+
+func startNoiseProbe() *noiseProbe {
+	p := &noiseProbe{stopc: make(chan struct{}), done: make(chan []float64, 1), load0: loadAvg()}
+	go func() {
+		var over []float64
+		for {
+			select {
+			case <-p.stopc:
+				p.done <- over
+				return
+			default:
+			}
+			t := time.Now()
+			time.Sleep(time.Millisecond)
+			over = append(over, float64(time.Since(t)-time.Millisecond)/1e6)
+		}
+	}()
+	return p
+}
+
+// stop ends the probe and describes what it saw.
+func (p *noiseProbe) stop() string {
+	close(p.stopc)
+	l := latenessOf(<-p.done)
+	return fmt.Sprintf("machine noise: a 1 ms sleep overshot by p50 %.2f ms, p99 %.2f ms, max %.1f ms; load average %s -> %s", l.P50, l.P99, l.Max, p.load0, loadAvg())
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return f[0]
+}
+
+// cpuMeter measures the CPU of the processes of processes() over a span.
+type cpuMeter struct {
+	procs map[string]int
+	start map[string]time.Duration
+}
+
+func (e *env) meterCPU() *cpuMeter {
+	m := &cpuMeter{procs: e.processes(), start: map[string]time.Duration{}}
+	for name, pid := range m.procs {
+		m.start[name] = processCPU(pid)
+	}
+	return m
+}
+
+// used is the CPU seconds each process used since meterCPU.
+func (m *cpuMeter) used() map[string]float64 {
+	out := map[string]float64{}
+	for name, pid := range m.procs {
+		out[name] = round2((processCPU(pid) - m.start[name]).Seconds())
+	}
+	return out
+}
+
+// processes finds the other processes whose CPU a scenario reports: this
+// bench, the Redis server of the -redis URL and RabbitMQ's Erlang VM when
+// they run on this machine, and devkafka when running.
+func (e *env) processes() map[string]int {
+	out := map[string]int{"bench": os.Getpid()}
+	if e.devkafka != nil {
+		out["devkafka"] = e.devkafka.cmd.Process.Pid
+	}
+	_, port, _ := strings.Cut(e.redisAddr, ":")
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, dir := range dirs {
+		comm, err := os.ReadFile(dir + "/comm")
+		if err != nil {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(dir))
+		switch strings.TrimSpace(string(comm)) {
+		case "redis-server":
+			cmdline, _ := os.ReadFile(dir + "/cmdline")
+			if port != "" && strings.Contains(string(cmdline), ":"+port) {
+				out["redis"] = pid
+			}
+		case "beam.smp":
+			out["rabbitmq"] = pid
+		}
+	}
+	return out
+}

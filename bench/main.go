@@ -1,0 +1,215 @@
+// Command bench measures delaybridge against the ceilings of the systems it
+// sits between, on the machine it runs on.
+//
+// It starts the built daemon (bin/delaybridge) as a separate process against
+// the local Redis and RabbitMQ (and bin/devkafka for Kafka), schedules
+// numbered messages with its own producer and receives them with its own
+// consumer, and measures in the same run the raw ceilings: pipelined
+// publisher confirms straight to RabbitMQ (same message size, same consumer
+// attached), kafka-go writes straight to devkafka, and batched Lua claims and
+// acks straight from Redis through the queue package. It prints a table and
+// writes the results as JSON.
+//
+//	go run ./bench -out bench/results.json           # make bench
+//	go run ./bench -quick -out bench/results-quick.json  # make bench-quick
+//
+// Every scenario uses its own key prefix, exchange, queue and Kafka topic and
+// removes them afterwards. See docs/performance.md for what each number
+// means.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the command line.
+type options struct {
+	quick      bool
+	out        string
+	run        string
+	bin        string
+	devkafka   string
+	redisURL   string
+	amqpURL    string
+	size       int
+	rawWindow  int
+	keepLogs   bool
+	daemonEnv  envFlag
+	sizes      sizes
+	scenarioID string // random suffix shared by the names of one run
+}
+
+// sizes are how big each scenario is.
+type sizes struct {
+	steadyRate  int           // messages/s falling due in steady and backlog
+	steadyFor   time.Duration // how long they fall due
+	steadySlots int
+	burst       int // messages due at the same millisecond
+	burstSlots  int
+	backlogFar  int // messages scheduled hours ahead in backlog
+	idleSlots   int
+	idleFor     time.Duration
+	kafkaBurst  int
+}
+
+var fullSizes = sizes{
+	steadyRate: 2000, steadyFor: 15 * time.Second, steadySlots: 8,
+	burst: 100_000, burstSlots: 8,
+	backlogFar: 1_000_000,
+	idleSlots:  64, idleFor: 10 * time.Second,
+	kafkaBurst: 100_000,
+}
+
+var quickSizes = sizes{
+	steadyRate: 2000, steadyFor: 3 * time.Second, steadySlots: 8,
+	burst: 10_000, burstSlots: 8,
+	backlogFar: 50_000,
+	idleSlots:  64, idleFor: 3 * time.Second,
+	kafkaBurst: 10_000,
+}
+
+// envFlag collects repeated -daemon-env NAME=VALUE flags.
+type envFlag []string
+
+func (e *envFlag) String() string { return strings.Join(*e, ",") }
+
+func (e *envFlag) Set(v string) error {
+	if !strings.HasPrefix(v, "DELAYBRIDGE_") || !strings.Contains(v, "=") {
+		return errors.New("want DELAYBRIDGE_NAME=value")
+	}
+	*e = append(*e, v)
+	return nil
+}
+
+func main() {
+	var o options
+	flag.BoolVar(&o.quick, "quick", false, "shrink every scenario to finish in under a minute")
+	flag.StringVar(&o.out, "out", "", "write the results as JSON to this file")
+	flag.StringVar(&o.run, "run", "steady,burst,backlog,idle,kafka-burst", "comma list of scenarios to run")
+	flag.StringVar(&o.bin, "bin", "bin/delaybridge", "the daemon binary (make build)")
+	flag.StringVar(&o.devkafka, "devkafka", "bin/devkafka", "the local Kafka broker binary (make build)")
+	flag.StringVar(&o.redisURL, "redis", envOr("DELAYBRIDGE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis URL")
+	flag.StringVar(&o.amqpURL, "amqp", envOr("DELAYBRIDGE_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"), "RabbitMQ URL")
+	flag.IntVar(&o.size, "size", 128, "message body size in bytes")
+	flag.IntVar(&o.rawWindow, "raw-window", 8000, "unconfirmed messages the raw RabbitMQ publisher keeps in flight")
+	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the daemon logs (their paths are printed)")
+	flag.Var(&o.daemonEnv, "daemon-env", "extra DELAYBRIDGE_NAME=value for the daemon (repeatable)")
+	flag.Parse()
+	if o.size < minBody {
+		fmt.Fprintf(os.Stderr, "bench: -size must be at least %d\n", minBody)
+		os.Exit(2)
+	}
+	o.sizes = fullSizes
+	if o.quick {
+		o.sizes = quickSizes
+	}
+	o.scenarioID = randomID()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// Report is what -out writes.
+type Report struct {
+	Quick     bool       `json:"quick"`
+	Started   time.Time  `json:"started"`
+	GoVersion string     `json:"go_version"`
+	CPUs      int        `json:"cpus"`
+	BodyBytes int        `json:"body_bytes"`
+	Scenarios []Scenario `json:"scenarios"`
+}
+
+// scenarios in the order they run.
+var scenarios = []struct {
+	name string
+	run  func(context.Context, *env) (Scenario, error)
+}{
+	{"steady", runSteady},
+	{"burst", runBurst},
+	{"backlog", runBacklog},
+	{"idle", runIdle},
+	{"kafka-burst", runKafkaBurst},
+	// Not run by default: the raw ceiling alone, to study it.
+	{"raw-rabbitmq", runRawRabbit},
+}
+
+func run(ctx context.Context, o options) error {
+	want := map[string]bool{}
+	for _, n := range strings.Split(o.run, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			want[n] = true
+		}
+	}
+	for n := range want {
+		known := false
+		for _, s := range scenarios {
+			known = known || s.name == n
+		}
+		if !known {
+			return fmt.Errorf("unknown scenario %q", n)
+		}
+	}
+	e, err := newEnv(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+
+	rep := Report{Quick: o.quick, Started: time.Now().UTC(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), BodyBytes: o.size}
+	var failed []string
+	for _, s := range scenarios {
+		if !want[s.name] || ctx.Err() != nil {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "== %s\n", s.name)
+		start := time.Now()
+		res, err := s.run(ctx, e)
+		res.Name = s.name
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "   %s failed: %v\n", s.name, err)
+			res.Error = err.Error()
+			failed = append(failed, s.name)
+		}
+		fmt.Fprintf(os.Stderr, "   done in %s\n", time.Since(start).Round(100*time.Millisecond))
+		rep.Scenarios = append(rep.Scenarios, res)
+	}
+	printTable(os.Stdout, rep.Scenarios)
+	if o.out != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.out, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("write results: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "results written to %s\n", o.out)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("scenarios failed: %s", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

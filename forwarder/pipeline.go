@@ -1,0 +1,158 @@
+package forwarder
+
+import (
+	"context"
+	"sync"
+
+	"github.com/delaybridge/delaybridge/sinks"
+)
+
+// starter is a sink that can pipeline publishes. Start hands msgs to the
+// broker connection in order, after the messages of every Start call that
+// returned before, and returns without waiting for the broker: done closes
+// once every message has its answer, and result then returns what Publish
+// would have. ctx bounds both the sending and the wait. The AMQP sink
+// implements it; any other sink is published to with Publish.
+type starter interface {
+	Start(ctx context.Context, msgs []sinks.Message) (done <-chan struct{}, result func() error)
+}
+
+// inflight counts one slot's claimed messages that are not settled yet
+// (acked, returned, retried or dead-lettered) and lets the claimer wait for
+// room.
+//
+// It also keeps the slot's order across a lost connection: once a batch
+// comes back unpublished or unconfirmed, the batches claimed after it must
+// not be published before it is claimed again, so they go back too
+// (unpublished), and the claimer waits until nothing is in flight any more.
+type inflight struct {
+	mu     sync.Mutex
+	n      int
+	broken bool          // a batch went back; later ones follow until n is 0
+	epoch  uint64        // counts the breaks: a batch claimed in an older epoch goes back
+	freed  chan struct{} // signalled when messages are settled
+}
+
+func newInflight() *inflight { return &inflight{freed: make(chan struct{}, 1)} }
+
+// waitRoom waits until a claim may take more messages and returns how many:
+// at most batch, and no more than max in flight in all. While the slot is
+// backlogged it waits for room for a whole batch, so a burst is claimed in
+// full batches; otherwise any room will do, so a trickle of messages is not
+// held up behind the confirms of earlier ones. It also returns the epoch
+// the claim belongs to. ok is false when ctx ended.
+func (in *inflight) waitRoom(ctx context.Context, batch, max int, backlogged bool) (limit int, epoch uint64, ok bool) {
+	need := 1
+	if backlogged {
+		need = min(batch, max)
+	}
+	for {
+		in.mu.Lock()
+		room, broken, epoch := max-in.n, in.broken, in.epoch
+		in.mu.Unlock()
+		if !broken && room >= need {
+			return min(batch, room), epoch, true
+		}
+		select {
+		case <-in.freed:
+		case <-ctx.Done():
+			return 0, 0, false
+		}
+	}
+}
+
+func (in *inflight) add(n int) {
+	in.mu.Lock()
+	in.n += n
+	in.mu.Unlock()
+}
+
+// settle takes n messages out of flight.
+func (in *inflight) settle(n int) {
+	in.mu.Lock()
+	in.n -= n
+	if in.n <= 0 {
+		in.broken = false // everything claimed before the loss is back
+	}
+	in.mu.Unlock()
+	select {
+	case in.freed <- struct{}{}:
+	default:
+	}
+}
+
+// breakOrder records that a batch went back because of its connection.
+func (in *inflight) breakOrder() {
+	in.mu.Lock()
+	in.broken = true
+	in.epoch++
+	in.mu.Unlock()
+}
+
+// stale reports whether a batch claimed in epoch must go back unpublished:
+// an earlier batch went back after (or while) it was claimed.
+func (in *inflight) stale(epoch uint64) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.broken || in.epoch != epoch
+}
+
+// publishLoop hands the claimed batches to the sink in claim order until
+// work is closed. ctx is the drain context.
+func (s *scanner) publishLoop(ctx context.Context, work <-chan batch, sent chan<- *delivery) {
+	defer close(sent)
+	for b := range work {
+		d := s.prepare(b)
+		if s.in.stale(b.epoch) {
+			d.unsent = true // an earlier batch went back: keep the slot's order
+			d.finish(nil)
+		} else {
+			s.start(ctx, d)
+		}
+		sent <- d
+	}
+}
+
+// maxGroup is the most messages whose Redis records one settle round
+// combines.
+const maxGroup = 2000
+
+// settleLoop waits for each delivery's answer in order and records the
+// outcomes in Redis. Deliveries already answered when one is settled join
+// it, so their acks take one round trip.
+func (s *scanner) settleLoop(ctx context.Context, sent <-chan *delivery) {
+	var carry *delivery
+	for {
+		d := carry
+		carry = nil
+		if d == nil {
+			var ok bool
+			if d, ok = <-sent; !ok {
+				return
+			}
+		}
+		group := []*delivery{d}
+		s.await(ctx, d)
+		n := len(d.b.claimed)
+	join:
+		for n < maxGroup {
+			select {
+			case next, ok := <-sent:
+				if !ok {
+					break join
+				}
+				if !next.answered() {
+					carry = next
+					break join
+				}
+				s.await(ctx, next)
+				group = append(group, next)
+				n += len(next.b.claimed)
+			default:
+				break join
+			}
+		}
+		s.record(ctx, group)
+		s.in.settle(n)
+	}
+}
