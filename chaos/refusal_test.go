@@ -21,11 +21,11 @@ var refusalVars = []string{
 }
 
 // The queue holds at most 100 messages and refuses more (overflow
-// reject-publish: RabbitMQ nacks the publish). Nobody consumes for the first
-// seconds, so the queue fills, the next messages are nacked, retried, and
-// dead-lettered with the broker's answer; once the consumer drains the
-// queue, retries and later messages are delivered. Every message is either
-// delivered or in the dead set with a reason.
+// reject-publish: RabbitMQ nacks the publish). Nobody consumes at first, so
+// the queue fills, the next messages are nacked, retried, and dead-lettered
+// with the broker's answer; once the consumer drains the queue, retries and
+// later messages are delivered. Every message is either delivered or in the
+// dead set with a reason.
 func TestRabbitMQQueueFullNacksAreRetriedThenDeadLettered(t *testing.T) {
 	t.Parallel()
 	r := report(t, "4a rabbitmq-queue-full-nacks")
@@ -33,10 +33,14 @@ func TestRabbitMQQueueFullNacksAreRetriedThenDeadLettered(t *testing.T) {
 
 	const n = 2000
 	start := time.Now()
-	plan := e2etest.NewPlan(n, start.Add(2*time.Second), 6*time.Second)
+	plan := e2etest.NewPlan(n, start.Add(2*time.Second), 8*time.Second)
 	plan.Schedule(t, b.rdb, b.topic, e2etest.RawMember, nil)
 	d := b.start()
-	until(start.Add(5 * time.Second))
+	// Consume once refusals have dead-lettered some messages, while others
+	// wait for a retry and more are still to fall due.
+	e2etest.WaitFor(t, 60*time.Second, "messages refused by the full queue dead-lettered", func() bool {
+		return len(e2etest.DeadSet(t, b.rdb, b.topic)) >= 20
+	})
 	b.mq.Consume(t)
 
 	b.settle(plan, b.mq.Deliveries, true, 120*time.Second)
@@ -79,32 +83,46 @@ func TestRabbitMQRouteVanishesMidStreamRetriesThenDeadLetters(t *testing.T) {
 
 	const n = 2000
 	start := time.Now()
-	plan := e2etest.NewPlan(n, start.Add(2*time.Second), 12*time.Second)
+	plan := e2etest.NewPlan(n, start.Add(2*time.Second), 14*time.Second)
 	plan.Schedule(t, b.rdb, b.topic, e2etest.RawMember, nil)
 	d := b.start()
 
+	// Each outage lasts until a message has been dead-lettered for it, and
+	// at least 2 s; messages keep falling due through both.
+	outage := func(what, reason string, breakRoute func(ch *amqp.Channel) error) time.Duration {
+		began := time.Now()
+		if err := b.mq.Do(breakRoute); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		e2etest.WaitFor(t, 60*time.Second, "a message dead-lettered with "+reason, func() bool {
+			for _, m := range e2etest.DeadSet(t, b.rdb, b.topic) {
+				if strings.Contains(m.Reason, reason) {
+					return true
+				}
+			}
+			return false
+		})
+		until(began.Add(2 * time.Second))
+		if err := b.mq.Declare(); err != nil {
+			t.Fatalf("bring the route back after %s: %v", what, err)
+		}
+		return time.Since(began)
+	}
 	until(start.Add(4 * time.Second))
-	if err := b.mq.Do(func(ch *amqp.Channel) error { return ch.QueueUnbind(b.mq.Queue, b.mq.Queue, b.mq.Exchange, nil) }); err != nil {
-		t.Fatalf("unbind: %v", err)
-	}
-	until(start.Add(7 * time.Second))
-	if err := b.mq.Declare(); err != nil {
-		t.Fatalf("bind again: %v", err)
-	}
-	until(start.Add(9 * time.Second))
-	if err := b.mq.Do(func(ch *amqp.Channel) error { return ch.ExchangeDelete(b.mq.Exchange, false, false) }); err != nil {
-		t.Fatalf("delete exchange: %v", err)
-	}
-	until(start.Add(12 * time.Second))
-	if err := b.mq.Declare(); err != nil {
-		t.Fatalf("declare exchange again: %v", err)
-	}
+	unbound := outage("unbind the queue", "NO_ROUTE", func(ch *amqp.Channel) error {
+		return ch.QueueUnbind(b.mq.Queue, b.mq.Queue, b.mq.Exchange, nil)
+	})
+	time.Sleep(2 * time.Second)
+	deleted := outage("delete the exchange", "NOT_FOUND", func(ch *amqp.Channel) error {
+		return ch.ExchangeDelete(b.mq.Exchange, false, false)
+	})
 
 	b.settle(plan, b.mq.Deliveries, true, 120*time.Second)
 	stop(t, d)
 	dead, others := e2etest.DeadNumbers(t, b.rdb, b.topic)
 	o := plan.Count(b.mq.Deliveries(), dead)
-	r.count(t, o, fmt.Sprintf("unbound 3s, exchange deleted 3s; %d delivered on a retry; dead: %s", retriedDeliveries(b.mq.Deliveries()), kinds(o.Reasons)))
+	r.count(t, o, fmt.Sprintf("unbound %s, exchange deleted %s; %d delivered on a retry; dead: %s",
+		ms(unbound), ms(deleted), retriedDeliveries(b.mq.Deliveries()), kinds(o.Reasons)))
 	for _, m := range others {
 		t.Errorf("dead set holds a member that is not a message of this test: %.80q (%s)", m.Member, m.Reason)
 	}

@@ -38,11 +38,13 @@ const (
 func (c brokerStall) run(t *testing.T, r *row) {
 	b := c.b
 	const n, rate = 4000, 200 // messages, per second
+	// The daemon refreshes its backlog gauges when it starts and every 10 s
+	// after: a stall from 6 s to 16 s after the start always spans one.
+	d := b.start()
 	start := time.Now()
 	spread := time.Duration(n/rate) * time.Second
 	plan := e2etest.NewPlan(n, start.Add(2*time.Second), spread)
 	plan.Schedule(t, b.rdb, b.topic, e2etest.RawMember, nil)
-	d := b.start()
 
 	until(start.Add(6 * time.Second))
 	c.p.Stall()
