@@ -152,7 +152,9 @@ func killHoldingLeases(t *testing.T, b *backend, prefix string, d *daemon, owner
 		}
 		d.cmd.Process.Signal(syscall.SIGSTOP)
 		stopped = time.Now()
-		// A stopped process cannot ack: what is in flight now is orphaned.
+		// A stopped process cannot ack: what is in flight once Redis ran
+		// the commands it had already sent is orphaned.
+		time.Sleep(200 * time.Millisecond)
 		held, err = inflight(ctx, b.rdb, keys)
 		if err != nil {
 			t.Fatal(err)
@@ -169,6 +171,24 @@ func killHoldingLeases(t *testing.T, b *backend, prefix string, d *daemon, owner
 		<-d.done
 		return held, stopped, time.UnixMilli(int64(ms))
 	}
+}
+
+// firstChanges waits until every daemon logged an ownership change since
+// from (its log is read asynchronously) and returns each one's first.
+func firstChanges(t *testing.T, ds []*daemon, from time.Time) []ownershipChange {
+	t.Helper()
+	out := make([]ownershipChange, len(ds))
+	waitFor(t, 10*time.Second, "every daemon logged its ownership change", func() bool {
+		for i, d := range ds {
+			c := d.changesSince(from)
+			if len(c) == 0 {
+				return false
+			}
+			out[i] = c[0]
+		}
+		return true
+	})
+	return out
 }
 
 // replicaRun is the whole run of TestThreeReplicas… on one backend.
@@ -215,9 +235,9 @@ func (r *replicaRun) run() {
 	seen := time.Since(stopped)
 	// When the survivors took over, by their logs.
 	var tookOver time.Time
-	for _, d := range ds {
-		if c := d.changesSince(stopped); len(c) > 0 && c[0].At.After(tookOver) {
-			tookOver = c[0].At
+	for _, c := range firstChanges(t, ds, stopped) {
+		if c.At.After(tookOver) {
+			tookOver = c.At
 		}
 	}
 	takeover := tookOver.Sub(stopped)
@@ -273,13 +293,11 @@ func (r *replicaRun) run() {
 		}
 	}
 	observed, changes := 0, 0
+	for _, c := range firstChanges(t, ds, joined) {
+		observed += c.Gained
+	}
 	for _, d := range ds {
-		for i, c := range d.changesSince(joined) {
-			if i == 0 {
-				observed += c.Gained
-			}
-			changes++
-		}
+		changes += len(d.changesSince(joined))
 	}
 	share := countOf(after, newcomer.id)
 	t.Logf("%s joined: %d slots moved (its share %d, %d between the others; forwarder.Assign predicts %d); %d ownership changes logged",
