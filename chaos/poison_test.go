@@ -27,8 +27,8 @@ type poison struct {
 
 // lateBehindPoison is how late a message scheduled behind a poison member in
 // the same slot may be. Messages in the batch of an 8 MiB member wait while
-// it is decoded, published and received (by this test's race-instrumented
-// consumer): up to a second or two on a loaded machine, far below what a
+// it is decoded, published, routed and received (by this test's
+// race-instrumented consumer): up to a second or two on a loaded machine, far below what a
 // stuck slot shows (a lease, 30 s, or forever). The scenario runs the plain
 // build: the race detector makes the daemon's part ten times longer than in
 // production.
@@ -45,13 +45,18 @@ func TestPoisonMembersArePublishedOrDeadLetteredAndDoNotBlockTheirSlot(t *testin
 	b := newBridge(t, 1, nil)
 	b.binary = plainBinary
 	env := queue.Topic{Name: "envelopes", Prefix: b.name, Slots: 1, Format: queue.FormatEnvelope}
+	// A queue of its own, so the messages behind each 8 MiB member wait for
+	// that one only, not for the other topic's too, at the consumer.
+	envMQ := e2etest.NewRabbit(t, b.name+"-envelopes", nil)
 	b.set(
 		"DELAYBRIDGE_TOPICS", topicName+","+env.Name,
 		"DELAYBRIDGE_TOPIC_ENVELOPES_FORMAT", "envelope",
-		"DELAYBRIDGE_TOPIC_ENVELOPES_EXCHANGE", b.mq.Exchange,
-		"DELAYBRIDGE_TOPIC_ENVELOPES_ROUTING_KEY", b.mq.Queue,
+		"DELAYBRIDGE_TOPIC_ENVELOPES_EXCHANGE", envMQ.Exchange,
+		"DELAYBRIDGE_TOPIC_ENVELOPES_ROUTING_KEY", envMQ.Queue,
 	)
 	b.mq.Consume(t)
+	envMQ.Consume(t)
+	deliveries := func() []e2etest.Delivery { return append(b.mq.Deliveries(), envMQ.Deliveries()...) }
 
 	const n = 2000 // even numbers raw, odd ones envelopes
 	start := time.Now()
@@ -80,7 +85,7 @@ func TestPoisonMembersArePublishedOrDeadLetteredAndDoNotBlockTheirSlot(t *testin
 	// Poison bodies are not numbered messages: count them apart.
 	numbered := func() []e2etest.Delivery {
 		var out []e2etest.Delivery
-		for _, g := range b.mq.Deliveries() {
+		for _, g := range deliveries() {
 			if e2etest.Number(g.Body) >= 0 {
 				out = append(out, g)
 			}
@@ -90,7 +95,7 @@ func TestPoisonMembersArePublishedOrDeadLetteredAndDoNotBlockTheirSlot(t *testin
 	b.settle(plan, numbered, false, 120*time.Second, b.topic, env)
 	var fates map[string]string
 	e2etest.WaitFor(t, 60*time.Second, "every poison member published or dead-lettered", func() bool {
-		fates = poisonFates(t, b, poisons, env)
+		fates = poisonFates(t, b, deliveries(), poisons, env)
 		return len(fates) == len(poisons)
 	})
 	stop(t, d)
@@ -150,7 +155,7 @@ func poisonMembers(t *testing.T, raw, env queue.Topic, due float64) []poison {
 
 // poisonFates says, for each poison member that has met its fate, whether it
 // was published or dead-lettered and why.
-func poisonFates(t *testing.T, b *bridge, poisons []poison, topics ...queue.Topic) map[string]string {
+func poisonFates(t *testing.T, b *bridge, got []e2etest.Delivery, poisons []poison, topics ...queue.Topic) map[string]string {
 	t.Helper()
 	dead := map[string]string{}
 	for _, tp := range append([]queue.Topic{b.topic}, topics...) {
@@ -158,7 +163,6 @@ func poisonFates(t *testing.T, b *bridge, poisons []poison, topics ...queue.Topi
 			dead[tp.Name+"\x00"+m.Member] = m.Reason
 		}
 	}
-	got := b.mq.Deliveries()
 	fates := map[string]string{}
 	for _, p := range poisons {
 		if reason, ok := dead[p.topic.Name+"\x00"+p.member]; ok && reason != "" {
