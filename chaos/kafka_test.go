@@ -22,10 +22,11 @@ type advertised struct {
 
 func (l advertised) Addr() net.Addr { return l.addr }
 
-// fakeKafka runs a one-broker Kafka (kfake) with topic of partitions
-// partitions behind a fault proxy, and a consumer of topic that goes around
-// the proxy. It returns the proxy: DELAYBRIDGE_KAFKA_BROKERS is its address.
-func fakeKafka(t *testing.T, topic string, partitions int32) (*faultproxy.Proxy, *e2etest.Kafka) {
+// fakeKafka runs a one-broker Kafka (kfake, with opts) with topic of
+// partitions partitions behind a fault proxy, and a consumer of topic that
+// goes around the proxy. It returns the proxy: DELAYBRIDGE_KAFKA_BROKERS is
+// its address.
+func fakeKafka(t *testing.T, topic string, partitions int32, opts ...kfake.Opt) (*faultproxy.Proxy, *e2etest.Kafka) {
 	t.Helper()
 	var p *faultproxy.Proxy
 	var real string
@@ -42,7 +43,8 @@ func fakeKafka(t *testing.T, topic string, partitions int32) (*faultproxy.Proxy,
 		}
 		return advertised{Listener: ln, addr: proxyAddr{p.Addr()}}, nil
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic), kfake.ListenFn(listen))
+	opts = append([]kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic), kfake.ListenFn(listen)}, opts...)
+	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		if p != nil {
 			p.Close()
@@ -70,10 +72,10 @@ func (a proxyAddr) Network() string { return "tcp" }
 func (a proxyAddr) String() string  { return a.s }
 
 // kafkaBridge is a bridge whose topic goes to a kfake topic behind a proxy.
-func kafkaBridge(t *testing.T, slots int) (*bridge, *faultproxy.Proxy, *e2etest.Kafka) {
+func kafkaBridge(t *testing.T, slots int, opts ...kfake.Opt) (*bridge, *faultproxy.Proxy, *e2etest.Kafka) {
 	t.Helper()
 	b := newBridge(t, slots, nil)
-	p, k := fakeKafka(t, b.name, 3)
+	p, k := fakeKafka(t, b.name, 3, opts...)
 	delete(b.vars, "DELAYBRIDGE_TOPIC_ORDERS_EXCHANGE")
 	delete(b.vars, "DELAYBRIDGE_TOPIC_ORDERS_ROUTING_KEY")
 	b.set(

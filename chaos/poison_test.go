@@ -41,7 +41,7 @@ const lateBehindPoison = 5 * time.Second
 // messages behind it in the same slot are delivered on time.
 func TestPoisonMembersArePublishedOrDeadLetteredAndDoNotBlockTheirSlot(t *testing.T) {
 	t.Parallel()
-	r := report(t, "5 poison-members")
+	r := report(t, "5a poison-members-amqp")
 	b := newBridge(t, 1, nil)
 	b.binary = plainBinary
 	env := queue.Topic{Name: "envelopes", Prefix: b.name, Slots: 1, Format: queue.FormatEnvelope}
