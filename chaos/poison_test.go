@@ -26,13 +26,14 @@ type poison struct {
 }
 
 // lateBehindPoison is how late a message scheduled behind a poison member in
-// the same slot may be. Messages in the batch of an 8 MiB member wait while
-// it is decoded, published, routed and received (by this test's
-// race-instrumented consumer): up to a second or two on a loaded machine, far below what a
-// stuck slot shows (a lease, 30 s, or forever). The scenario runs the plain
-// build: the race detector makes the daemon's part ten times longer than in
-// production.
-const lateBehindPoison = 5 * time.Second
+// the same slot may be. A stuck slot shows a lease (30 s) or forever; a
+// flowing one well under a second normally. Messages in the batch of an
+// 8 MiB member wait while it is decoded, published, routed and received by
+// this test's race-instrumented consumer, which takes seconds on a loaded
+// machine: the bound sits between the two, and the table reports the actual
+// figure. The scenario runs the plain build: the race detector makes the
+// daemon's part ten times longer than in production.
+const lateBehindPoison = 10 * time.Second
 
 // Poison members sit among ordinary messages of a raw and of an envelope
 // topic, one slot each, all due in the middle of the stream: a member of
