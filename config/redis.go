@@ -48,6 +48,9 @@ func (r Redis) Options() (*redis.UniversalOptions, error) {
 		MaxActiveConns:  u.MaxActiveConns,
 		ConnMaxIdleTime: u.ConnMaxIdleTime,
 		ConnMaxLifetime: u.ConnMaxLifetime,
+		// Deadlines of the daemon's contexts (heartbeats, claims during
+		// shutdown) must hold on a stalled connection too.
+		ContextTimeoutEnabled: true,
 	}
 	if r.Username != "" {
 		o.Username = r.Username
