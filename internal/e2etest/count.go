@@ -3,7 +3,6 @@ package e2etest
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -178,10 +177,10 @@ func Overdue(ctx context.Context, rdb redis.UniversalClient, t queue.Topic) (int
 	if err != nil {
 		return 0, fmt.Errorf("redis time: %w", err)
 	}
-	max := fmt.Sprint(now.UnixMilli())
+	upTo := fmt.Sprint(now.UnixMilli())
 	var total int64
 	for slot := range t.SlotCount() {
-		n, err := rdb.ZCount(ctx, t.Keys(slot).Scheduled, "-inf", max).Result()
+		n, err := rdb.ZCount(ctx, t.Keys(slot).Scheduled, "-inf", upTo).Result()
 		if err != nil {
 			return 0, fmt.Errorf("zcount %s: %w", t.Keys(slot).Scheduled, err)
 		}
@@ -202,5 +201,5 @@ func SortedReasons(reasons map[string]int) []string {
 		}
 		return keys[i] < keys[j]
 	})
-	return slices.Clip(keys)
+	return keys
 }
