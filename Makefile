@@ -30,11 +30,13 @@ demo: services build
 demo-kafka: services build
 	scripts/demo.sh kafka
 
-# The fault suite builds its own race-enabled daemon; it prints a summary
-# table (go test shows it with -v or on failure; DELAYBRIDGE_CHAOS_SUMMARY=file
-# writes it there too).
+# The fault suite builds its own daemon and prints a summary table; go test
+# shows a passing package's output only with -v, so the table also goes to
+# the file DELAYBRIDGE_CHAOS_SUMMARY names, printed here.
 chaos: services
-	$(GO) test -race -count=1 -timeout 10m -run . ./chaos/...
+	@summary=$$(mktemp); \
+	DELAYBRIDGE_CHAOS_SUMMARY=$$summary $(GO) test -race -count=1 -timeout 10m -run . ./chaos/...; code=$$?; \
+	cat $$summary; rm -f $$summary; exit $$code
 
 # fuzz runs every fuzz target of the module for FUZZTIME each: go test fuzzes
 # one target of one package per run. deploy/ is a module of its own.
