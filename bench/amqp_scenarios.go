@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -118,6 +119,7 @@ func (e *env) burstThroughDaemon(ctx context.Context, r *Scenario, prefix string
 	stop()
 	out := tr.outcome()
 	out.fill(r)
+	e.dump(filepath.Base(prefix), tr)
 	if out.received > 0 {
 		r.Throughput = perSecond(float64(out.received), out.lastRecv.Sub(due))
 	}
@@ -125,6 +127,7 @@ func (e *env) burstThroughDaemon(ctx context.Context, r *Scenario, prefix string
 		r.Notes = append(r.Notes, fmt.Sprintf("only %d of %d arrived", out.received, n))
 	}
 	r.Notes = append(r.Notes, d.failures()...)
+	r.Notes = append(r.Notes, d.histograms())
 	fmt.Fprintf(os.Stderr, "   delaybridge: %.0f msg/s, p99 %.1f ms\n", r.Throughput, r.Lateness.P99)
 	return nil
 }
@@ -222,6 +225,7 @@ func (e *env) steady(ctx context.Context, name string, far int) (Scenario, error
 	stop()
 	out := tr.outcome()
 	out.fill(&r)
+	e.dump(name, tr)
 	if out.received > 0 {
 		r.Throughput = perSecond(float64(out.received), out.lastRecv.Sub(t0))
 		r.Ratio = ratio(r.Throughput, r.Ceiling)
@@ -230,7 +234,16 @@ func (e *env) steady(ctx context.Context, name string, far int) (Scenario, error
 		r.Notes = append(r.Notes, fmt.Sprintf("only %d of %d arrived", out.received, n))
 	}
 	r.Notes = append(r.Notes, d.failures()...)
+	r.Notes = append(r.Notes, d.histograms())
 	fmt.Fprintf(os.Stderr, "   delaybridge: %.0f msg/s, p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms\n", r.Throughput, r.Lateness.P50, r.Lateness.P99, r.Lateness.P999)
+	d.finish(e.o.keepLogs)
+
+	raw, err := e.rawSteady(ctx, target, n, s.steadyRate)
+	if err != nil {
+		return r, err
+	}
+	r.RawLateness = &raw
+	fmt.Fprintf(os.Stderr, "   raw rabbitmq at due times: p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms\n", raw.P50, raw.P99, raw.P999)
 	return r, nil
 }
 

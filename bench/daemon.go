@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,18 +12,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // daemon is one running delaybridge process.
 type daemon struct {
-	cmd     *exec.Cmd
-	addr    string // of /metrics
-	logPath string
-	done    chan error
+	cmd      *exec.Cmd
+	addr     string // of /metrics
+	logPath  string
+	done     chan error
+	finished bool
 }
 
 // startDaemon runs `delaybridge run` with vars on top of an environment
@@ -145,6 +150,10 @@ func (d *daemon) stop() error {
 
 // finish stops the daemon and removes its log unless kept.
 func (d *daemon) finish(keep bool) {
+	if d.finished {
+		return
+	}
+	d.finished = true
 	if err := d.stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "   daemon:", err)
 		keep = true
@@ -203,6 +212,50 @@ func (d *daemon) failures() []string {
 		}
 	}
 	return notes
+}
+
+// histograms summarises the daemon's own lateness (broker confirm − due)
+// and publish duration histograms: the bucket bound under which 50% and 99%
+// fall. Compared with the consumer's lateness it shows whether time is
+// lost before the broker confirmed or between the broker and the consumer.
+func (d *daemon) histograms() string {
+	m, err := d.metrics()
+	if err != nil {
+		return "metrics: " + err.Error()
+	}
+	quantile := func(name string, q float64) string {
+		type bucket struct{ le, n float64 }
+		var bs []bucket
+		total := 0.0
+		for k, v := range m {
+			rest, ok := strings.CutPrefix(k, name+`_bucket{`)
+			if !ok || !strings.Contains(rest, `topic="bench"`) {
+				continue
+			}
+			i := strings.Index(rest, `le="`)
+			if i < 0 {
+				continue
+			}
+			leText := rest[i+4:]
+			leText = leText[:strings.IndexByte(leText, '"')]
+			le, err := strconv.ParseFloat(leText, 64)
+			if err != nil {
+				continue
+			}
+			bs = append(bs, bucket{le, v})
+			total = max(total, v)
+		}
+		slices.SortFunc(bs, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
+		for _, b := range bs {
+			if total > 0 && b.n >= q*total {
+				return fmt.Sprintf("<= %g ms", b.le*1000)
+			}
+		}
+		return "?"
+	}
+	return fmt.Sprintf("daemon's own histograms: lateness at confirm p50 %s, p99 %s; publish duration p50 %s, p99 %s",
+		quantile("delaybridge_lateness_seconds", .5), quantile("delaybridge_lateness_seconds", .99),
+		quantile("delaybridge_publish_duration_seconds", .5), quantile("delaybridge_publish_duration_seconds", .99))
 }
 
 // cpu is the CPU time the process used so far: the sum of its threads'
@@ -282,7 +335,7 @@ type window struct {
 }
 
 func (e *env) startWindow(ctx context.Context, d *daemon) *window {
-	w := &window{d: d, e: e, start: time.Now(), procs: e.processes(), cpus0: map[string]time.Duration{}, noise: startNoiseProbe()}
+	w := &window{d: d, e: e, start: time.Now(), procs: e.processes(), cpus0: map[string]time.Duration{}, noise: startNoiseProbe(e.rdb)}
 	w.procs["delaybridge"] = d.cmd.Process.Pid
 	w.redis, _ = e.redisCounters(ctx)
 	w.cpu0 = d.cpu()
@@ -312,22 +365,42 @@ func (w *window) end(ctx context.Context, r *Scenario) {
 }
 
 // noiseProbe measures how late this machine wakes a sleeping goroutine
-// during a window (1 ms sleeps): the floor under any lateness, and a sign of
-// other load on a shared machine.
+// during a window (1 ms sleeps), the floor under any lateness and a sign of
+// other load on a shared machine, and how long a Redis PING takes (every
+// 10 ms): Redis runs one command at a time, so another client's slow
+// command delays every claim.
 type noiseProbe struct {
 	stopc chan struct{}
-	done  chan []float64
+	done  chan [2][]float64
 	load0 string
 }
 
-func startNoiseProbe() *noiseProbe {
-	p := &noiseProbe{stopc: make(chan struct{}), done: make(chan []float64, 1), load0: loadAvg()}
+func startNoiseProbe(rdb *redis.Client) *noiseProbe {
+	p := &noiseProbe{stopc: make(chan struct{}), done: make(chan [2][]float64, 1), load0: loadAvg()}
+	pings := make(chan []float64, 1)
+	go func() {
+		var rtt []float64
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.stopc:
+				pings <- rtt
+				return
+			case <-tick.C:
+			}
+			t := time.Now()
+			if rdb.Ping(context.Background()).Err() == nil {
+				rtt = append(rtt, float64(time.Since(t))/1e6)
+			}
+		}
+	}()
 	go func() {
 		var over []float64
 		for {
 			select {
 			case <-p.stopc:
-				p.done <- over
+				p.done <- [2][]float64{over, <-pings}
 				return
 			default:
 			}
@@ -342,8 +415,25 @@ func startNoiseProbe() *noiseProbe {
 // stop ends the probe and describes what it saw.
 func (p *noiseProbe) stop() string {
 	close(p.stopc)
-	l := latenessOf(<-p.done)
-	return fmt.Sprintf("machine noise: a 1 ms sleep overshot by p50 %.2f ms, p99 %.2f ms, max %.1f ms; load average %s -> %s", l.P50, l.P99, l.Max, p.load0, loadAvg())
+	got := <-p.done
+	l, r := latenessOf(got[0]), latenessOf(got[1])
+	return fmt.Sprintf("machine noise: a 1 ms sleep overshot by p50 %.2f ms, p99 %.2f ms, max %.1f ms; redis PING p50 %.2f ms, p99 %.2f ms, max %.1f ms; load average %s -> %s; CPU pressure (some, avg10) %s",
+		l.P50, l.P99, l.Max, r.P50, r.P99, r.Max, p.load0, loadAvg(), cpuPressure())
+}
+
+// cpuPressure is the share of the last 10 s in which some runnable task
+// waited for a CPU (Linux PSI), "?" where unavailable.
+func cpuPressure() string {
+	b, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return "?"
+	}
+	for _, f := range strings.Fields(strings.SplitN(string(b), "\n", 2)[0]) {
+		if v, ok := strings.CutPrefix(f, "avg10="); ok {
+			return v + "%"
+		}
+	}
+	return "?"
 }
 
 func loadAvg() string {

@@ -40,9 +40,11 @@ type options struct {
 	bin        string
 	devkafka   string
 	redisURL   string
+	redisBin   string
 	amqpURL    string
 	size       int
 	rawWindow  int
+	dumpDir    string
 	keepLogs   bool
 	daemonEnv  envFlag
 	sizes      sizes
@@ -99,9 +101,11 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "bin/delaybridge", "the daemon binary (make build)")
 	flag.StringVar(&o.devkafka, "devkafka", "bin/devkafka", "the local Kafka broker binary (make build)")
 	flag.StringVar(&o.redisURL, "redis", envOr("DELAYBRIDGE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis URL")
+	flag.StringVar(&o.redisBin, "redis-server", "", "start a private Redis from this redis-server binary (\"auto\": from PATH) instead of using -redis, so other clients of a shared Redis cannot stall it")
 	flag.StringVar(&o.amqpURL, "amqp", envOr("DELAYBRIDGE_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"), "RabbitMQ URL")
 	flag.IntVar(&o.size, "size", 128, "message body size in bytes")
 	flag.IntVar(&o.rawWindow, "raw-window", 8000, "unconfirmed messages the raw RabbitMQ publisher keeps in flight")
+	flag.StringVar(&o.dumpDir, "dump", "", "write every message's due time and lateness to <dir>/<scenario>.csv")
 	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the daemon logs (their paths are printed)")
 	flag.Var(&o.daemonEnv, "daemon-env", "extra DELAYBRIDGE_NAME=value for the daemon (repeatable)")
 	flag.Parse()
@@ -117,6 +121,21 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.redisBin != "" {
+		srv, err := startRedis(ctx, o.redisBin)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		o.redisURL = srv.url
+		err = run(ctx, o)
+		srv.stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)

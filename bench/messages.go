@@ -3,7 +3,11 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -162,4 +166,23 @@ func randomID() string {
 	b := make([]byte, 4)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// dump writes seq, due (Unix ms) and lateness (ms) of every received message
+// of a scenario to <-dump>/<name>.csv, for a closer look.
+func (e *env) dump(name string, t *tracker) {
+	if e.o.dumpDir == "" {
+		return
+	}
+	var b strings.Builder
+	b.WriteString("seq,due_ms,lateness_ms\n")
+	for i, at := range t.recv {
+		if at != 0 {
+			fmt.Fprintf(&b, "%d,%d,%.3f\n", i, t.due[i], float64(at-t.due[i]*int64(time.Millisecond))/1e6)
+		}
+	}
+	path := filepath.Join(e.o.dumpDir, name+".csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "   dump:", err)
+	}
 }

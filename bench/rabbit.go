@@ -185,3 +185,56 @@ func redactURL(raw string) string {
 	}
 	return u.Redacted()
 }
+
+// rawSteady publishes n messages straight to t, each at its due time (rate
+// per second from a moment just ahead), with the consumer attached: what a
+// forwarder costing nothing would achieve on this machine. It returns the
+// consumer's lateness, the floor under the daemon's.
+func (e *env) rawSteady(ctx context.Context, t rabbitTarget, n, rate int) (Lateness, error) {
+	tr := newTracker(n)
+	stop, err := e.consume(t, tr)
+	if err != nil {
+		return Lateness{}, err
+	}
+	defer stop()
+	conn, err := amqp091.Dial(e.o.amqpURL)
+	if err != nil {
+		return Lateness{}, fmt.Errorf("raw publisher connection: %w", err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return Lateness{}, fmt.Errorf("raw publisher channel: %w", err)
+	}
+	if err := ch.Confirm(false); err != nil {
+		return Lateness{}, fmt.Errorf("confirm mode: %w", err)
+	}
+	confirms := ch.NotifyPublish(make(chan amqp091.Confirmation, 1024))
+	go func() {
+		for range confirms {
+		}
+	}()
+	t0 := time.Now().Add(200 * time.Millisecond).Truncate(time.Millisecond)
+	dueOf := func(i int) time.Time {
+		return t0.Add(time.Duration(i) * time.Second / time.Duration(rate)).Truncate(time.Millisecond)
+	}
+	for i := 0; i < n; {
+		if d := time.Until(dueOf(i)); d > 0 {
+			time.Sleep(d)
+		}
+		now := time.Now()
+		for ; i < n && !dueOf(i).After(now); i++ {
+			due := dueOf(i)
+			b := body(i, due.UnixMilli(), e.o.size)
+			m := sinks.Message{ID: queue.MessageID(b), Topic: "bench", Body: b, Due: due, Attempt: 1}
+			if err := ch.PublishWithContext(ctx, t.name, routingKey, true, false, publishingLike(m, now)); err != nil {
+				return Lateness{}, fmt.Errorf("raw publish %d: %w", i, err)
+			}
+		}
+	}
+	if !tr.wait(time.Now().Add(time.Minute), 10*time.Second) {
+		return Lateness{}, fmt.Errorf("raw steady: consumer got %d of %d", tr.unique.Load(), n)
+	}
+	stop()
+	return latenessOf(tr.outcome().lateMs), nil
+}

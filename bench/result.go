@@ -44,6 +44,10 @@ type Scenario struct {
 	CPU map[string]float64 `json:"cpu_s_by_process,omitempty"`
 	// WindowS is how long the measured window lasted, in seconds.
 	WindowS float64 `json:"window_s"`
+	// RawLateness is, for steady traffic, the lateness of the same messages
+	// published straight to RabbitMQ at their due times, with the same
+	// consumer: the floor this machine and broker put under the daemon's.
+	RawLateness *Lateness `json:"raw_rabbitmq_lateness_ms,omitempty"`
 	// Ceilings are the raw rates measured in the same run (messages/s).
 	Ceilings map[string]float64 `json:"ceilings,omitempty"`
 	Notes    []string           `json:"notes,omitempty"`

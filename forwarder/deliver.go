@@ -122,6 +122,20 @@ func (s *scanner) await(ctx context.Context, d *delivery) {
 	}
 }
 
+// confirmed reports whether every message of d was confirmed (and none
+// failed to decode), so all that is left is to ack them.
+func (d *delivery) confirmed() bool {
+	if d.unsent || len(d.failures) > 0 {
+		return false
+	}
+	for _, e := range d.results {
+		if e != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // connectionLost reports whether a result says the connection, not the
 // message, failed: such messages go back without an attempt.
 func connectionLost(results []error) bool {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +30,73 @@ import (
 // The whole bench (bench/, make bench) measures the daemon as a process.
 func BenchmarkBurstThroughRabbitMQ(b *testing.B) {
 	const n, slots = 50_000, 8
+	rig := newPerfRig(b, slots)
+	due := time.Now().Add(1500 * time.Millisecond).Truncate(time.Millisecond)
+	pipe := rig.rdb.Pipeline()
+	for i := range n {
+		rig.add(pipe, i, due)
+		if pipe.Len() >= 1000 {
+			if _, err := pipe.Exec(rig.ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if _, err := pipe.Exec(rig.ctx); err != nil {
+		b.Fatal(err)
+	}
+	rig.start(b)
+	time.Sleep(time.Until(due))
+	b.ResetTimer()
+	rig.waitFor(b, n)
+	b.StopTimer()
+	b.ReportMetric(float64(n)/time.Since(due).Seconds(), "msgs/s")
+}
+
+// BenchmarkSteadyThroughRabbitMQ forwards 2,000 messages/s falling due
+// evenly for 10 s in 8 slots, written 1.5 s ahead, and reports the CPU the
+// test process used per message (the forwarder, the sink and the consumer,
+// which -tagignore role=consumer leaves out of a profile).
+func BenchmarkSteadyThroughRabbitMQ(b *testing.B) {
+	const rate, seconds, slots = 2000, 10, 8
+	const n = rate * seconds
+	rig := newPerfRig(b, slots)
+	rig.start(b)
+	t0 := time.Now().Add(1600 * time.Millisecond).Truncate(time.Millisecond)
+	dueOf := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second / rate) }
+	b.ResetTimer()
+	var before syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	next := 0
+	for next < n {
+		pipe := rig.rdb.Pipeline()
+		for horizon := time.Now().Add(1500 * time.Millisecond); next < n && !dueOf(next).After(horizon); next++ {
+			rig.add(pipe, next, dueOf(next))
+		}
+		if _, err := pipe.Exec(rig.ctx); err != nil && err != redis.Nil {
+			b.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rig.waitFor(b, n)
+	b.StopTimer()
+	var after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+	b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-µs/msg")
+}
+
+// perfRig is Redis, a RabbitMQ exchange and queue with a consumer, and an
+// AMQP sink, for the benchmarks.
+type perfRig struct {
+	ctx   context.Context
+	rdb   *redis.Client
+	topic queue.Topic
+	sink  *amqp.Sink
+	got   atomic.Int64
+	slots int
+}
+
+func newPerfRig(b *testing.B, slots int) *perfRig {
 	amqpURL := os.Getenv("DELAYBRIDGE_TEST_AMQP_URL")
 	if amqpURL == "" {
 		amqpURL = "amqp://guest:guest@127.0.0.1:5672/"
@@ -41,21 +109,22 @@ func BenchmarkBurstThroughRabbitMQ(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
 	ctx := context.Background()
-	if err := rdb.Ping(ctx).Err(); err != nil {
+	rig := &perfRig{ctx: ctx, rdb: redis.NewClient(opt), slots: slots}
+	b.Cleanup(func() { rig.rdb.Close() })
+	if err := rig.rdb.Ping(ctx).Err(); err != nil {
 		b.Fatalf("redis at %s is required: %v", redisURL, err)
 	}
 	id := make([]byte, 4)
 	rand.Read(id)
-	name := "perf-burst-" + hex.EncodeToString(id)
-	defer func() {
-		keys, _ := rdb.Keys(ctx, name+"*").Result()
+	name := "perf-" + hex.EncodeToString(id)
+	rig.topic = queue.Topic{Name: "perf", Prefix: name, Slots: slots}
+	b.Cleanup(func() {
+		keys, _ := rig.rdb.Keys(ctx, name+"*").Result()
 		if len(keys) > 0 {
-			rdb.Del(ctx, keys...)
+			rig.rdb.Del(ctx, keys...)
 		}
-	}()
+	})
 
 	// The consumer's goroutines carry the label role=consumer, so a
 	// profile can leave them out: -tagignore role=consumer.
@@ -66,7 +135,7 @@ func BenchmarkBurstThroughRabbitMQ(b *testing.B) {
 	if err != nil {
 		b.Fatalf("rabbitmq at %s is required: %v", amqpURL, err)
 	}
-	defer conn.Close()
+	b.Cleanup(func() { conn.Close() })
 	ch, err := conn.Channel()
 	if err != nil {
 		b.Fatal(err)
@@ -74,11 +143,9 @@ func BenchmarkBurstThroughRabbitMQ(b *testing.B) {
 	if err := ch.ExchangeDeclare(name, "direct", true, false, false, false, nil); err != nil {
 		b.Fatal(err)
 	}
-	defer ch.ExchangeDelete(name, false, false)
 	if _, err := ch.QueueDeclare(name, true, false, false, false, nil); err != nil {
 		b.Fatal(err)
 	}
-	defer ch.QueueDelete(name, false, false, false)
 	if err := ch.QueueBind(name, "k", name, false, nil); err != nil {
 		b.Fatal(err)
 	}
@@ -86,59 +153,56 @@ func BenchmarkBurstThroughRabbitMQ(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var got atomic.Int64
 	consumed := make(chan struct{})
 	pprof.Do(ctx, pprof.Labels("role", "consumer"), func(context.Context) {
 		go func() {
 			defer close(consumed)
 			for range deliveries {
-				got.Add(1)
+				rig.got.Add(1)
 			}
 		}()
 	})
-	defer func() { ch.Close(); <-consumed }()
+	b.Cleanup(func() {
+		ch.QueueDelete(name, false, false, false)
+		ch.ExchangeDelete(name, false, false)
+		ch.Close()
+		<-consumed
+	})
 
-	sink, err := amqp.New(amqp.Config{URL: amqpURL, Exchange: name, RoutingKey: "k"}, nil)
+	rig.sink, err = amqp.New(amqp.Config{URL: amqpURL, Exchange: name, RoutingKey: "k"}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer sink.Close()
+	b.Cleanup(func() { rig.sink.Close() })
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := sink.WaitConnected(wctx); err != nil {
+	if err := rig.sink.WaitConnected(wctx); err != nil {
 		b.Fatal(err)
 	}
+	return rig
+}
 
-	q := queue.New(rdb)
-	topic := queue.Topic{Name: "perf", Prefix: name, Slots: slots}
-	due := time.Now().Add(1500 * time.Millisecond).Truncate(time.Millisecond)
-	pipe := rdb.Pipeline()
-	for i := range n {
-		m := fmt.Sprintf("message %08d %s", i, "padding-padding-padding-padding-padding-padding-padding-padding-padding-padding-padding")
-		pipe.ZAdd(ctx, topic.Keys(queue.Slot([]byte(m), slots)).Scheduled, redis.Z{Score: float64(due.UnixMilli()), Member: m})
-		if pipe.Len() >= 1000 {
-			if _, err := pipe.Exec(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		b.Fatal(err)
-	}
+// add schedules message i at due on pipe.
+func (rig *perfRig) add(pipe redis.Pipeliner, i int, due time.Time) {
+	m := fmt.Sprintf("message %08d %s", i, "padding-padding-padding-padding-padding-padding-padding-padding-padding-padding-padding")
+	pipe.ZAdd(rig.ctx, rig.topic.Keys(queue.Slot([]byte(m), rig.slots)).Scheduled, redis.Z{Score: float64(due.UnixMilli()), Member: m})
+}
 
-	stop := startFor(b, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: name, AllSlots: true, Metrics: NewMetrics(prometheus.NewRegistry())})
-	defer stop()
-	time.Sleep(time.Until(due))
-	b.ResetTimer()
+// start runs a forwarder over the rig until the benchmark ends.
+func (rig *perfRig) start(b *testing.B) {
+	stop := startFor(b, Options{Queue: queue.New(rig.rdb), Topics: []Topic{{rig.topic, rig.sink}}, KeyPrefix: rig.topic.Prefix, AllSlots: true, Metrics: NewMetrics(prometheus.NewRegistry())})
+	b.Cleanup(stop)
+}
+
+// waitFor waits until the consumer got n messages.
+func (rig *perfRig) waitFor(b *testing.B, n int) {
 	deadline := time.Now().Add(2 * time.Minute)
-	for got.Load() < n {
+	for rig.got.Load() < int64(n) {
 		if time.Now().After(deadline) {
-			b.Fatalf("only %d of %d consumed", got.Load(), n)
+			b.Fatalf("only %d of %d consumed", rig.got.Load(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
-	b.StopTimer()
-	b.ReportMetric(float64(n)/time.Since(due).Seconds(), "msgs/s")
 }
 
 // startFor runs a forwarder until stop.

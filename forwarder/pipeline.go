@@ -3,6 +3,7 @@ package forwarder
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/delaybridge/delaybridge/sinks"
 )
@@ -27,13 +28,16 @@ type starter interface {
 // (unpublished), and the claimer waits until nothing is in flight any more.
 type inflight struct {
 	mu     sync.Mutex
+	wanted chan struct{} // signalled when the claimer waits for room
 	n      int
 	broken bool          // a batch went back; later ones follow until n is 0
 	epoch  uint64        // counts the breaks: a batch claimed in an older epoch goes back
 	freed  chan struct{} // signalled when messages are settled
 }
 
-func newInflight() *inflight { return &inflight{freed: make(chan struct{}, 1)} }
+func newInflight() *inflight {
+	return &inflight{freed: make(chan struct{}, 1), wanted: make(chan struct{}, 1)}
+}
 
 // waitRoom waits until a claim may take more messages and returns how many:
 // at most batch, and no more than max in flight in all. While the slot is
@@ -52,6 +56,10 @@ func (in *inflight) waitRoom(ctx context.Context, batch, max int, backlogged boo
 		in.mu.Unlock()
 		if !broken && room >= need {
 			return min(batch, room), epoch, true
+		}
+		select {
+		case in.wanted <- struct{}{}:
+		default:
 		}
 		select {
 		case <-in.freed:
@@ -97,62 +105,93 @@ func (in *inflight) stale(epoch uint64) bool {
 	return in.broken || in.epoch != epoch
 }
 
-// publishLoop hands the claimed batches to the sink in claim order until
-// work is closed. ctx is the drain context.
-func (s *scanner) publishLoop(ctx context.Context, work <-chan batch, sent chan<- *delivery) {
-	defer close(sent)
-	for b := range work {
-		d := s.prepare(b)
-		if s.in.stale(b.epoch) {
-			d.unsent = true // an earlier batch went back: keep the slot's order
-			d.finish(nil)
-		} else {
-			s.start(ctx, d)
-		}
-		sent <- d
+// publish prepares a claimed batch and starts publishing it, unless an
+// earlier batch went back meanwhile (then it goes back too, unpublished, to
+// keep the slot's order). ctx is the drain context.
+func (s *scanner) publish(ctx context.Context, b batch) *delivery {
+	d := s.prepare(b)
+	if s.in.stale(b.epoch) {
+		d.unsent = true
+		d.finish(nil)
+		return d
 	}
+	s.start(ctx, d)
+	return d
 }
 
-// maxGroup is the most messages whose Redis records one settle round
-// combines.
+// maxGroup is the most messages whose Redis records one write combines.
 const maxGroup = 2000
 
+// ackDelay is how long confirmed messages may wait to be acked, so that a
+// trickle of small batches takes one Redis round trip every few
+// milliseconds instead of one per batch. They stay in flight meanwhile: a
+// crash in this window costs a duplicate after the lease, never a loss. A
+// claimer waiting for room has them acked at once.
+const ackDelay = 20 * time.Millisecond
+
 // settleLoop waits for each delivery's answer in order and records the
-// outcomes in Redis. Deliveries already answered when one is settled join
-// it, so their acks take one round trip.
+// outcomes in Redis. Fully confirmed deliveries are held for up to ackDelay
+// and acked together; any other outcome is recorded at once, with the acks
+// held before it.
 func (s *scanner) settleLoop(ctx context.Context, sent <-chan *delivery) {
-	var carry *delivery
+	var held []*delivery
+	heldN := 0
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	timing := false
+	flush := func() {
+		if len(held) > 0 {
+			s.record(ctx, held)
+			s.in.settle(heldN)
+			held, heldN = nil, 0
+		}
+		if timing {
+			timer.Stop()
+			timing = false
+		}
+	}
 	for {
-		d := carry
-		carry = nil
-		if d == nil {
-			var ok bool
-			if d, ok = <-sent; !ok {
+		var d *delivery
+		select {
+		case next, ok := <-sent:
+			if !ok {
+				flush()
 				return
 			}
+			d = next
+		case <-timer.C:
+			timing = false
+			flush()
+			continue
+		case <-s.in.wanted:
+			flush()
+			continue
 		}
-		group := []*delivery{d}
-		s.await(ctx, d)
-		n := len(d.b.claimed)
-	join:
-		for n < maxGroup {
+		// Wait for d's answer; held acks are due meanwhile too.
+		for waiting := true; waiting; {
 			select {
-			case next, ok := <-sent:
-				if !ok {
-					break join
-				}
-				if !next.answered() {
-					carry = next
-					break join
-				}
-				s.await(ctx, next)
-				group = append(group, next)
-				n += len(next.b.claimed)
-			default:
-				break join
+			case <-d.done:
+				waiting = false
+			case <-ctx.Done():
+				waiting = false
+			case <-timer.C:
+				timing = false
+				flush()
+			case <-s.in.wanted:
+				flush()
 			}
 		}
-		s.record(ctx, group)
-		s.in.settle(n)
+		s.await(ctx, d)
+		held = append(held, d)
+		heldN += len(d.b.claimed)
+		if !d.confirmed() || heldN >= maxGroup {
+			flush()
+			continue
+		}
+		if !timing {
+			timer.Reset(ackDelay)
+			timing = true
+		}
 	}
 }

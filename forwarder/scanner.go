@@ -17,13 +17,14 @@ const redisTimeout = 5 * time.Second
 
 // scanner claims and publishes the due messages of one topic×slot.
 //
-// Three goroutines form its pipeline: the claimer (run) claims batches in
-// score order, the publisher hands each batch to the sink in that order, and
-// the settler waits for the broker's answers in that order and records them
-// in Redis. A sink that can start a publish without waiting for its confirms
-// (see starter) gets batch k+1 while the broker still confirms batch k. The
-// claimed messages not yet settled are capped (see inflight), so a slow
-// broker slows claiming instead of moving the backlog into flight.
+// Its pipeline: the claimer (run) claims batches in score order and starts
+// publishing each in that order, and the settler waits for the broker's
+// answers in that order and records them in Redis. A sink that can start a
+// publish without waiting for its confirms (see starter) gets batch k+1
+// while the broker still confirms batch k; any other sink is published to
+// by a goroutine of its own between the two, so the claimer still claims
+// ahead. The claimed messages not yet settled are capped (see inflight), so
+// a slow broker slows claiming instead of moving the backlog into flight.
 type scanner struct {
 	f     *Forwarder
 	topic Topic
@@ -83,20 +84,34 @@ func (s *scanner) run(ctx context.Context) {
 		}
 	}()
 
-	work := make(chan batch, pipelineDepth)
 	sent := make(chan *delivery, pipelineDepth)
 	done := make(chan struct{})
-	go s.publishLoop(drain, work, sent)
 	go func() {
 		defer close(done)
 		s.settleLoop(drain, sent)
 	}()
-	s.claimLoop(ctx, work)
-	close(work)
+	if _, ok := s.topic.Sink.(starter); ok {
+		// Starting a publish does not wait for the broker, so the claimer
+		// starts its batches itself: one goroutine hop less per batch.
+		s.claimLoop(ctx, func(b batch) { sent <- s.publish(drain, b) })
+		close(sent)
+	} else {
+		work := make(chan batch, pipelineDepth)
+		go func() {
+			defer close(sent)
+			for b := range work {
+				sent <- s.publish(drain, b)
+			}
+		}()
+		s.claimLoop(ctx, func(b batch) { work <- b })
+		close(work)
+	}
 	<-done
 }
 
-func (s *scanner) claimLoop(ctx context.Context, work chan<- batch) {
+// claimLoop claims batches in score order and hands each to handoff, until
+// ctx ends.
+func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 	opt := &s.f.opt
 	errWait := 50 * time.Millisecond
 	backlogged := false // the last claim was full: more is due
@@ -126,7 +141,7 @@ func (s *scanner) claimLoop(ctx context.Context, work chan<- batch) {
 		if n := len(c.Messages); n > 0 {
 			s.f.m.Claimed.WithLabelValues(s.topic.Name).Add(float64(n))
 			s.in.add(n)
-			work <- batch{claimed: c.Messages, skew: skew, epoch: epoch}
+			handoff(batch{claimed: c.Messages, skew: skew, epoch: epoch})
 		}
 		if backlogged = len(c.Messages) >= limit; backlogged {
 			continue // more may be due already
