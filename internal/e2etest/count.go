@@ -22,6 +22,8 @@ type Outcome struct {
 	Lost int
 	// Early deliveries arrived before their due time.
 	Early int
+	// CancelledDelivered are deliveries of messages the plan cancelled.
+	CancelledDelivered int
 	// Duplicates are deliveries beyond the first of a message.
 	Duplicates int
 	// BadHeader deliveries carry an x-delaybridge-due other than planned.
@@ -34,12 +36,13 @@ type Outcome struct {
 	First []time.Time
 	// Reasons counts the dead-letter reasons.
 	Reasons map[string]int
-	// LostNumbers are the first lost messages, for the failure message.
-	LostNumbers []int
+	// LostNumbers and EarlyNumbers are the first lost and early messages,
+	// for the failure message.
+	LostNumbers, EarlyNumbers []int
 }
 
 // Count checks deliveries and dead-lettered messages (number → reason)
-// against the plan.
+// against the plan. A cancelled message that never arrived is not lost.
 func (p *Plan) Count(got []Delivery, dead map[int]string) Outcome {
 	o := Outcome{Messages: p.Len(), First: make([]time.Time, p.Len()), Reasons: map[string]int{}}
 	seen := make([]int, p.Len())
@@ -53,8 +56,14 @@ func (p *Plan) Count(got []Delivery, dead map[int]string) Outcome {
 		if seen[i] > 1 {
 			o.Duplicates++
 		}
+		if p.Cancelled[i] {
+			o.CancelledDelivered++
+		}
 		if d.At.Before(p.Due[i]) {
 			o.Early++
+			if len(o.EarlyNumbers) < 10 {
+				o.EarlyNumbers = append(o.EarlyNumbers, i)
+			}
 		}
 		if d.Due != p.Due[i].UnixMilli() {
 			o.BadHeader++
@@ -69,6 +78,7 @@ func (p *Plan) Count(got []Delivery, dead map[int]string) Outcome {
 		case seen[i] > 0:
 			o.Delivered++
 			o.WorstLateness = max(o.WorstLateness, o.First[i].Sub(p.Due[i]))
+		case p.Cancelled[i]: // never arrived, as it should
 		case isDead && strings.TrimSpace(reason) != "":
 			o.Dead++
 			o.Reasons[reason]++
@@ -82,8 +92,20 @@ func (p *Plan) Count(got []Delivery, dead map[int]string) Outcome {
 	return o
 }
 
-// Check fails the test on any loss, early delivery, wrong due header or
-// foreign delivery, and logs the outcome.
+// Distinct is how many different numbered messages got holds: polled
+// while waiting for a plan's messages to arrive.
+func Distinct(got []Delivery) int {
+	seen := make(map[int]struct{}, len(got))
+	for _, d := range got {
+		if n := Number(d.Body); n >= 0 {
+			seen[n] = struct{}{}
+		}
+	}
+	return len(seen)
+}
+
+// Check fails the test on any loss, early delivery, delivery of a cancelled
+// message, wrong due header or foreign delivery, and logs the outcome.
 func (o Outcome) Check(tb testing.TB) {
 	tb.Helper()
 	tb.Logf("messages %d: delivered %d, dead-lettered %d, lost %d, early %d, duplicates %d, worst lateness %s",
@@ -95,7 +117,10 @@ func (o Outcome) Check(tb testing.TB) {
 		tb.Errorf("%d messages lost (neither delivered nor dead-lettered with a reason), first: %v", o.Lost, o.LostNumbers)
 	}
 	if o.Early > 0 {
-		tb.Errorf("%d deliveries before their due time", o.Early)
+		tb.Errorf("%d deliveries before their due time, first: %v", o.Early, o.EarlyNumbers)
+	}
+	if o.CancelledDelivered > 0 {
+		tb.Errorf("%d deliveries of cancelled messages", o.CancelledDelivered)
 	}
 	if o.BadHeader > 0 {
 		tb.Errorf("%d deliveries with an x-delaybridge-due other than the planned due time", o.BadHeader)

@@ -33,17 +33,22 @@ type Daemon struct {
 	log bytes.Buffer
 }
 
-// Env is the environment of a daemon: the test's own environment without any
-// DELAYBRIDGE_ variable, plus quiet defaults (HTTP on a free loopback port,
-// JSON logs at info), plus vars.
-func Env(vars map[string]string) []string {
+// CleanEnv is the test's own environment without any DELAYBRIDGE_ variable:
+// only what a test sets reaches the daemon.
+func CleanEnv() []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "DELAYBRIDGE_") {
 			out = append(out, kv)
 		}
 	}
-	out = append(out,
+	return out
+}
+
+// Env is the environment of a daemon: CleanEnv plus quiet defaults (HTTP on
+// a free loopback port, JSON logs at info), plus vars.
+func Env(vars map[string]string) []string {
+	out := append(CleanEnv(),
 		"DELAYBRIDGE_HTTP_ADDR=127.0.0.1:0",
 		"DELAYBRIDGE_LOG_LEVEL=info",
 		"DELAYBRIDGE_LOG_FORMAT=json",
@@ -137,6 +142,28 @@ func (d *Daemon) Tail(n int) string {
 	}
 	return s
 }
+
+// Records are the daemon's JSON log lines whose msg is msg, oldest first,
+// for the test to decode the attributes it looks at.
+func (d *Daemon) Records(msg string) [][]byte {
+	var out [][]byte
+	for line := range strings.Lines(d.Log()) {
+		if !strings.Contains(line, msg) {
+			continue
+		}
+		var rec struct {
+			Msg string `json:"msg"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == msg {
+			out = append(out, []byte(line))
+		}
+	}
+	return out
+}
+
+// Signal sends sig to the process: SIGSTOP freezes it as a stalled pod
+// would be, SIGCONT lets it go on.
+func (d *Daemon) Signal(sig os.Signal) error { return d.cmd.Process.Signal(sig) }
 
 // Kill sends SIGKILL and waits for the process to end.
 func (d *Daemon) Kill() {

@@ -1,7 +1,6 @@
 package e2etest
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net/url"
@@ -9,13 +8,17 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // RedisURL is the Redis the tests use.
 func RedisURL() string {
 	return getenv("DELAYBRIDGE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+}
+
+// RedisClusterAddrs are the nodes of the local Redis Cluster that
+// scripts/redis-cluster.sh starts.
+func RedisClusterAddrs() []string {
+	return strings.Split(getenv("DELAYBRIDGE_TEST_REDIS_CLUSTER_ADDRS", "127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103"), ",")
 }
 
 // AMQPURL is the RabbitMQ the tests use.
@@ -59,38 +62,6 @@ func HostPort(tb testing.TB, rawURL string) string {
 		tb.Fatalf("parse %s: %v", rawURL, err)
 	}
 	return u.Host
-}
-
-// ConnectRedis connects to the test Redis and, at cleanup, deletes every key
-// under prefix and closes the client.
-func ConnectRedis(tb testing.TB, prefix string) *redis.Client {
-	tb.Helper()
-	opt, err := redis.ParseURL(RedisURL())
-	if err != nil {
-		tb.Fatalf("parse DELAYBRIDGE_TEST_REDIS_URL: %v", err)
-	}
-	rdb := redis.NewClient(opt)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		tb.Fatalf("redis at %s is required: %v", RedisURL(), err)
-	}
-	tb.Cleanup(func() {
-		DeleteKeys(rdb, prefix)
-		_ = rdb.Close()
-	})
-	return rdb
-}
-
-// DeleteKeys deletes every key that starts with prefix (and the hash-tagged
-// keys of topics under it).
-func DeleteKeys(rdb redis.UniversalClient, prefix string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		rdb.Del(ctx, iter.Val())
-	}
 }
 
 // WaitFor polls cond every 50ms until it holds, failing the test after

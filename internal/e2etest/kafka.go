@@ -29,15 +29,29 @@ type Kafka struct {
 // proxy's address for the daemon can send its own consumer around the proxy.
 func ConsumeKafka(tb testing.TB, seeds []string, topic string, dial func(ctx context.Context, network, host string) (net.Conn, error)) *Kafka {
 	tb.Helper()
-	opts := []kgo.Opt{
+	var opts []kgo.Opt
+	if dial != nil {
+		opts = append(opts, kgo.Dialer(dial))
+	}
+	return consumeKafka(tb, seeds, topic, opts...)
+}
+
+// ConsumeKafkaGroup consumes topic from its start as a member of the
+// consumer group group, the way applications read what the daemon
+// publishes, until cleanup.
+func ConsumeKafkaGroup(tb testing.TB, seeds []string, topic, group string) *Kafka {
+	tb.Helper()
+	return consumeKafka(tb, seeds, topic, kgo.ConsumerGroup(group))
+}
+
+func consumeKafka(tb testing.TB, seeds []string, topic string, extra ...kgo.Opt) *Kafka {
+	tb.Helper()
+	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(100 * time.Millisecond),
-	}
-	if dial != nil {
-		opts = append(opts, kgo.Dialer(dial))
-	}
+	}, extra...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		tb.Fatalf("kafka consumer for %v: %v", seeds, err)
@@ -58,8 +72,9 @@ func (k *Kafka) poll(ctx context.Context) {
 	for ctx.Err() == nil {
 		fs := k.cl.PollFetches(ctx)
 		fs.EachRecord(func(r *kgo.Record) {
-			d := Delivery{Body: r.Value, At: r.Timestamp}
+			d := Delivery{Body: r.Value, Key: string(r.Key), At: r.Timestamp, Headers: make(map[string]string, len(r.Headers))}
 			for _, h := range r.Headers {
+				d.Headers[h.Key] = string(h.Value)
 				switch h.Key {
 				case sinks.HeaderID:
 					d.ID = string(h.Value)

@@ -3,6 +3,7 @@ package e2etest
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,8 +15,11 @@ import (
 )
 
 // Plan is a set of uniquely numbered messages: message i is due at Due[i].
+// A test that reschedules message i sets Due[i] to its new time; one that
+// cancels it sets Cancelled[i]: it must then never arrive.
 type Plan struct {
-	Due []time.Time
+	Due       []time.Time
+	Cancelled map[int]bool
 }
 
 // NewPlan spreads n messages evenly over [from, from+spread), each due on a
@@ -79,28 +83,57 @@ func EnvelopeMember(i int) string {
 // producer in any language would, for every i in numbers (all when nil).
 func (p *Plan) Schedule(tb testing.TB, rdb redis.UniversalClient, t queue.Topic, member func(i int) string, numbers []int) {
 	tb.Helper()
+	key := func(m string) (string, error) {
+		slot, _, err := t.Locate([]byte(m))
+		if err != nil {
+			return "", err
+		}
+		return t.Keys(slot).Scheduled, nil
+	}
+	if err := p.Write(context.Background(), rdb, key, member, numbers); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Write ZADDs message i as member(i), scored with Due[i], to the set key
+// names for it, for every i in numbers (all when nil). It is Schedule for a
+// producer that runs beside the test, or that computes keys by itself (see
+// ProducerKey).
+func (p *Plan) Write(ctx context.Context, rdb redis.UniversalClient, key func(member string) (string, error), member func(i int) string, numbers []int) error {
 	if numbers == nil {
 		numbers = make([]int, p.Len())
 		for i := range numbers {
 			numbers[i] = i
 		}
 	}
-	ctx := context.Background()
 	pipe := rdb.Pipeline()
 	for _, i := range numbers {
 		m := member(i)
-		slot, _, err := t.Locate([]byte(m))
+		k, err := key(m)
 		if err != nil {
-			tb.Fatalf("locate message %d: %v", i, err)
+			return fmt.Errorf("locate message %d: %w", i, err)
 		}
-		pipe.ZAdd(ctx, t.Keys(slot).Scheduled, redis.Z{Score: float64(p.Due[i].UnixMilli()), Member: m})
+		pipe.ZAdd(ctx, k, redis.Z{Score: float64(p.Due[i].UnixMilli()), Member: m})
 		if pipe.Len() >= 500 {
 			if _, err := pipe.Exec(ctx); err != nil {
-				tb.Fatalf("schedule: %v", err)
+				return fmt.Errorf("schedule: %w", err)
 			}
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		tb.Fatalf("schedule: %v", err)
+		return fmt.Errorf("schedule: %w", err)
+	}
+	return nil
+}
+
+// ProducerKey is the scheduled set of a member of a raw topic computed the
+// way DESIGN.md tells a producer in any language: `<prefix>:{<topic>:<slot>}`
+// with slot CRC32-IEEE(member) & (slots-1). It does not ask package queue,
+// so a test that schedules through it also checks that the daemon reads the
+// documented layout.
+func ProducerKey(prefix, topic string, slots int) func(member string) (string, error) {
+	return func(m string) (string, error) {
+		slot := crc32.ChecksumIEEE([]byte(m)) & uint32(slots-1)
+		return fmt.Sprintf("%s:{%s:%d}", prefix, topic, slot), nil
 	}
 }

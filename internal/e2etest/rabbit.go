@@ -1,6 +1,7 @@
 package e2etest
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,10 @@ type Delivery struct {
 	ID      string // message id (AMQP MessageId, Kafka x-delaybridge-id)
 	Due     int64  // x-delaybridge-due, Unix ms
 	Attempt int64  // x-delaybridge-attempt
+	Key     string // Kafka record key, AMQP routing key
+	// Headers are the Kafka record's headers or the AMQP headers, values
+	// printed with fmt.Sprint.
+	Headers map[string]string
 	// At is the earliest time known that the broker had the message: the
 	// consumer's receive time (AMQP) or the record's timestamp, set by the
 	// producer when it wrote it (Kafka). A message is early when At is
@@ -28,8 +33,9 @@ type Delivery struct {
 type Rabbit struct {
 	Exchange, Queue string
 
-	conn *amqp.Connection
-	args amqp.Table
+	conn      *amqp.Connection
+	args      amqp.Table
+	transient bool
 
 	mu  sync.Mutex
 	got []Delivery
@@ -40,11 +46,26 @@ type Rabbit struct {
 // consumed until Consume. At cleanup both are deleted.
 func NewRabbit(tb testing.TB, name string, args amqp.Table) *Rabbit {
 	tb.Helper()
+	return newRabbit(tb, &Rabbit{Exchange: name, Queue: name, args: args})
+}
+
+// NewTransientRabbit is NewRabbit with an exchange and a queue that are not
+// durable, consumed with automatic acknowledgements: for a test that counts
+// what arrives at a high rate, not what survives a broker restart, so the
+// broker keeps up without a disk.
+func NewTransientRabbit(tb testing.TB, name string) *Rabbit {
+	tb.Helper()
+	return newRabbit(tb, &Rabbit{Exchange: name, Queue: name, transient: true})
+}
+
+func newRabbit(tb testing.TB, r *Rabbit) *Rabbit {
+	tb.Helper()
+	name := r.Exchange
 	conn, err := amqp.Dial(AMQPURL())
 	if err != nil {
 		tb.Fatalf("rabbitmq at %s is required: %v", AMQPURL(), err)
 	}
-	r := &Rabbit{Exchange: name, Queue: name, conn: conn, args: args}
+	r.conn = conn
 	tb.Cleanup(func() {
 		_ = r.Do(func(ch *amqp.Channel) error {
 			_, _ = ch.QueueDelete(name, false, false, false)
@@ -62,10 +83,10 @@ func NewRabbit(tb testing.TB, name string, args amqp.Table) *Rabbit {
 // the test deleted the exchange, it brings the route back.
 func (r *Rabbit) Declare() error {
 	return r.Do(func(ch *amqp.Channel) error {
-		if err := ch.ExchangeDeclare(r.Exchange, "direct", true, false, false, false, nil); err != nil {
+		if err := ch.ExchangeDeclare(r.Exchange, "direct", !r.transient, false, false, false, nil); err != nil {
 			return err
 		}
-		if _, err := ch.QueueDeclare(r.Queue, true, false, false, false, r.args); err != nil {
+		if _, err := ch.QueueDeclare(r.Queue, !r.transient, false, false, false, r.args); err != nil {
 			return err
 		}
 		return ch.QueueBind(r.Queue, r.Queue, r.Exchange, false, nil)
@@ -84,7 +105,8 @@ func (r *Rabbit) Do(fn func(ch *amqp.Channel) error) error {
 }
 
 // Consume starts consuming the queue, acknowledging every delivery after
-// recording it. The consumer stops at cleanup.
+// recording it (a transient queue's deliveries are acknowledged by the
+// broker as it sends them). The consumer stops at cleanup.
 func (r *Rabbit) Consume(tb testing.TB) {
 	tb.Helper()
 	ch, err := r.conn.Channel()
@@ -94,7 +116,7 @@ func (r *Rabbit) Consume(tb testing.TB) {
 	if err := ch.Qos(2000, 0, false); err != nil {
 		tb.Fatalf("qos: %v", err)
 	}
-	msgs, err := ch.Consume(r.Queue, "", false, false, false, false, nil)
+	msgs, err := ch.Consume(r.Queue, "", r.transient, false, false, false, nil)
 	if err != nil {
 		tb.Fatalf("consume %s: %v", r.Queue, err)
 	}
@@ -102,13 +124,19 @@ func (r *Rabbit) Consume(tb testing.TB) {
 	go func() {
 		defer close(done)
 		for m := range msgs {
-			d := Delivery{Body: m.Body, ID: m.MessageId, At: time.Now()}
+			d := Delivery{Body: m.Body, ID: m.MessageId, Key: m.RoutingKey, At: time.Now()}
 			d.Due = toInt64(m.Headers[sinks.HeaderDue])
 			d.Attempt = toInt64(m.Headers[sinks.HeaderAttempt])
+			d.Headers = make(map[string]string, len(m.Headers))
+			for k, v := range m.Headers {
+				d.Headers[k] = fmt.Sprint(v)
+			}
 			r.mu.Lock()
 			r.got = append(r.got, d)
 			r.mu.Unlock()
-			_ = m.Ack(false)
+			if !r.transient {
+				_ = m.Ack(false)
+			}
 		}
 	}()
 	tb.Cleanup(func() {
