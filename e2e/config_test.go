@@ -3,10 +3,11 @@ package e2e
 import (
 	"bytes"
 	"errors"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/delaybridge/delaybridge/internal/e2etest"
 )
 
 func TestBadConfigurationExitsTwoNamingEveryProblem(t *testing.T) {
@@ -34,7 +35,7 @@ func TestBadConfigurationExitsTwoNamingEveryProblem(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			for _, sub := range []string{"run", "check"} {
 				cmd := exec.Command(binary, sub)
-				cmd.Env = cleanEnv(c.vars)
+				cmd.Env = append(e2etest.CleanEnv(), c.vars...)
 				var stderr bytes.Buffer
 				cmd.Stderr = &stderr
 				err := cmd.Run()
@@ -53,15 +54,4 @@ func TestBadConfigurationExitsTwoNamingEveryProblem(t *testing.T) {
 			}
 		})
 	}
-}
-
-// cleanEnv is the environment without any DELAYBRIDGE_ variable, plus vars.
-func cleanEnv(vars []string) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DELAYBRIDGE_") {
-			out = append(out, kv)
-		}
-	}
-	return append(out, vars...)
 }

@@ -7,6 +7,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/delaybridge/delaybridge/internal/e2etest"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -14,16 +15,16 @@ import (
 // the Go producer API and reads them from both sinks.
 func TestEnvelopeRoundTripKeepsIDHeadersAndRoutingKey(t *testing.T) {
 	t.Parallel()
-	name := uniq(t)
-	rdb := connectRedis(t, name)
+	name := e2etest.Unique(t)
+	rdb := e2etest.ConnectRedis(t, name)
 	q := queue.New(rdb)
 	kafkaAddr := startDevkafka(t, "events", 1)
-	group := consumeKafka(t, kafkaAddr, "events")
+	group := e2etest.ConsumeKafkaGroup(t, []string{kafkaAddr}, "events", name)
 
 	// AMQP: the per-message routing key chooses the queue.
-	conn, err := amqp.Dial(amqpURL())
+	conn, err := amqp.Dial(e2etest.AMQPURL())
 	if err != nil {
-		t.Fatalf("rabbitmq at %s is required: %v", amqpURL(), err)
+		t.Fatalf("rabbitmq at %s is required: %v", e2etest.AMQPURL(), err)
 	}
 	defer conn.Close()
 	ch, err := conn.Channel()
@@ -91,17 +92,11 @@ func TestEnvelopeRoundTripKeepsIDHeadersAndRoutingKey(t *testing.T) {
 	case <-time.After(time.Second):
 	}
 
-	waitFor(t, 30*time.Second, "kafka record", func() bool { return len(group.deliveries()) >= 1 })
-	group.mu.Lock()
-	rec, key, hdr := group.got[0], group.key[0], group.hdr[0]
-	group.mu.Unlock()
-	if rec.body != "binary\x00\xffbody" || rec.id != "evt-7" || key != "user-7" || hdr["kind"] != "reminder" {
-		t.Errorf("kafka: body %q id %q key %q headers %v", rec.body, rec.id, key, hdr)
+	e2etest.WaitFor(t, 30*time.Second, "kafka record", func() bool { return group.Received() >= 1 })
+	rec := group.Deliveries()[0]
+	if string(rec.Body) != "binary\x00\xffbody" || rec.ID != "evt-7" || rec.Key != "user-7" || rec.Headers["kind"] != "reminder" {
+		t.Errorf("kafka: body %q id %q key %q headers %v", rec.Body, rec.ID, rec.Key, rec.Headers)
 	}
-	if err := d.stop(30 * time.Second); err != nil {
-		t.Errorf("daemon exit: %v", err)
-	}
-	if left := leftKeys(t, rdb, name); len(left) != 0 {
-		t.Errorf("redis still holds %v", left)
-	}
+	stop(t, d)
+	expectEmpty(t, rdb, name)
 }
