@@ -365,22 +365,24 @@ func (w *window) end(ctx context.Context, r *Scenario) {
 }
 
 // noiseProbe measures how late this machine wakes a sleeping goroutine
-// during a window (1 ms sleeps), the floor under any lateness and a sign of
-// other load on a shared machine, and how long a Redis PING takes (every
-// 10 ms): Redis runs one command at a time, so another client's slow
-// command delays every claim.
+// during a window (noiseSleep sleeps), the floor under any lateness and a
+// sign of other load on a shared machine, and how long a Redis PING takes
+// (every 50 ms): Redis runs one command at a time, so another client's slow
+// command delays every claim. It costs little CPU itself.
 type noiseProbe struct {
 	stopc chan struct{}
 	done  chan [2][]float64
 	load0 string
 }
 
+const noiseSleep = 5 * time.Millisecond
+
 func startNoiseProbe(rdb *redis.Client) *noiseProbe {
 	p := &noiseProbe{stopc: make(chan struct{}), done: make(chan [2][]float64, 1), load0: loadAvg()}
 	pings := make(chan []float64, 1)
 	go func() {
 		var rtt []float64
-		tick := time.NewTicker(10 * time.Millisecond)
+		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			select {
@@ -405,8 +407,8 @@ func startNoiseProbe(rdb *redis.Client) *noiseProbe {
 			default:
 			}
 			t := time.Now()
-			time.Sleep(time.Millisecond)
-			over = append(over, float64(time.Since(t)-time.Millisecond)/1e6)
+			time.Sleep(noiseSleep)
+			over = append(over, float64(time.Since(t)-noiseSleep)/1e6)
 		}
 	}()
 	return p
@@ -417,7 +419,7 @@ func (p *noiseProbe) stop() string {
 	close(p.stopc)
 	got := <-p.done
 	l, r := latenessOf(got[0]), latenessOf(got[1])
-	return fmt.Sprintf("machine noise: a 1 ms sleep overshot by p50 %.2f ms, p99 %.2f ms, max %.1f ms; redis PING p50 %.2f ms, p99 %.2f ms, max %.1f ms; load average %s -> %s; CPU pressure (some, avg10) %s",
+	return fmt.Sprintf("machine noise: a 5 ms sleep overshot by p50 %.2f ms, p99 %.2f ms, max %.1f ms; redis PING p50 %.2f ms, p99 %.2f ms, max %.1f ms; load average %s -> %s; CPU pressure (some, avg10) %s",
 		l.P50, l.P99, l.Max, r.P50, r.P99, r.Max, p.load0, loadAvg(), cpuPressure())
 }
 

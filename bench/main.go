@@ -108,6 +108,7 @@ func main() {
 	flag.StringVar(&o.dumpDir, "dump", "", "write every message's due time and lateness to <dir>/<scenario>.csv")
 	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the daemon logs (their paths are printed)")
 	flag.Var(&o.daemonEnv, "daemon-env", "extra DELAYBRIDGE_NAME=value for the daemon (repeatable)")
+	steadySlots := flag.Int("steady-slots", 0, "slots of the steady and backlog topic (0: the scenario's default)")
 	flag.Parse()
 	if o.size < minBody {
 		fmt.Fprintf(os.Stderr, "bench: -size must be at least %d\n", minBody)
@@ -116,6 +117,9 @@ func main() {
 	o.sizes = fullSizes
 	if o.quick {
 		o.sizes = quickSizes
+	}
+	if *steadySlots > 0 {
+		o.sizes.steadySlots = *steadySlots
 	}
 	o.scenarioID = randomID()
 

@@ -11,9 +11,10 @@ import (
 
 // publishing is the AMQP message for m: persistent, with the stable id as
 // MessageId and the delaybridge headers after the envelope's own, so an
-// envelope cannot forge them.
-func publishing(m sinks.Message, now time.Time) amqp091.Publishing {
-	headers := make(amqp091.Table, len(m.Headers)+4)
+// envelope cannot forge them. headers is cleared and filled for m; it may be
+// reused once the message is published.
+func publishing(m sinks.Message, now time.Time, headers amqp091.Table) amqp091.Publishing {
+	clear(headers)
 	var contentType string
 	for k, v := range m.Headers {
 		headers[k] = v

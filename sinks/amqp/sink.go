@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	amqp091 "github.com/rabbitmq/amqp091-go"
+
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
@@ -140,6 +142,11 @@ func (s *Sink) send(ctx context.Context, b *batch, msgs []sinks.Message) {
 	sess.w.cork()
 	defer sess.w.uncork()
 	now := time.Now()
+	// One allocation for the batch's trackers, and one headers table for
+	// all its messages: the library encodes a message's headers before
+	// Publish returns.
+	slab := make([]pending, len(msgs))
+	headers := make(amqp091.Table, 8)
 	for i, m := range msgs {
 		if b.isResolved(i) {
 			continue
@@ -148,17 +155,17 @@ func (s *Sink) send(ctx context.Context, b *batch, msgs []sinks.Message) {
 			b.resolveFrom(i, fmt.Errorf("publish: %w", err))
 			return
 		}
-		p := s.pending(b, msgs, i)
+		p := s.pending(slab, b, msgs, i)
 		tag := sess.ch.GetNextPublishSeqNo()
 		if !sess.tr.add(tag, p) {
-			s.parkRest(sess, b, msgs, i)
+			s.parkRest(sess, slab, b, msgs, i)
 			return
 		}
-		if err := sess.ch.Publish(p.id.exchange, p.id.key, true, false, publishing(m, now)); err != nil {
+		if err := sess.ch.Publish(p.id.exchange, p.id.key, true, false, publishing(m, now, headers)); err != nil {
 			// Only a closing channel or connection refuses a publish: the
 			// watcher settles these with the close's reason.
 			sess.tr.remove(tag) // unless the close already settled it
-			s.parkRest(sess, b, msgs, i)
+			s.parkRest(sess, slab, b, msgs, i)
 			return
 		}
 	}
@@ -166,23 +173,24 @@ func (s *Sink) send(ctx context.Context, b *batch, msgs []sinks.Message) {
 
 // parkRest hands message i and the later unsettled ones of b to the closing
 // channel's tracker.
-func (s *Sink) parkRest(sess *session, b *batch, msgs []sinks.Message, i int) {
+func (s *Sink) parkRest(sess *session, slab []pending, b *batch, msgs []sinks.Message, i int) {
 	var ps []*pending
 	for ; i < len(msgs); i++ {
 		if !b.isResolved(i) {
-			ps = append(ps, s.pending(b, msgs, i))
+			ps = append(ps, s.pending(slab, b, msgs, i))
 		}
 	}
 	sess.tr.park(ps...)
 }
 
-// pending is message i of b as the tracker follows it.
-func (s *Sink) pending(b *batch, msgs []sinks.Message, i int) *pending {
+// pending is message i of b as the tracker follows it, in slab[i].
+func (s *Sink) pending(slab []pending, b *batch, msgs []sinks.Message, i int) *pending {
 	key := msgs[i].RoutingKey
 	if key == "" {
 		key = s.cfg.RoutingKey
 	}
-	return &pending{b: b, i: i, id: identity{msgs[i].ID, s.cfg.Exchange, key}}
+	slab[i] = pending{b: b, i: i, id: identity{msgs[i].ID, s.cfg.Exchange, key}}
+	return &slab[i]
 }
 
 // session is the open session, or why there is none.
