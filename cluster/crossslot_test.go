@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delaybridge/delaybridge/internal/e2etest"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -153,15 +154,11 @@ func exercise(ctx context.Context, q *queue.Queue, t queue.Topic) []error {
 
 func TestRedisClusterNeverSeesCrossSlotWithManyTopicsAndSlots(t *testing.T) {
 	t.Parallel()
-	name := uniq(t)
+	name := e2etest.Unique(t)
 	b := redisCluster(t, name)
 	ctx := context.Background()
 	q := queue.New(b.rdb)
-	t.Cleanup(func() { // adopted keys: {<name>-legacy}:inflight, …
-		for _, k := range b.keys(t, "{"+name) {
-			b.rdb.Del(ctx, k)
-		}
-	})
+	t.Cleanup(func() { e2etest.DeleteKeys(b.rdb, "{"+name) }) // adopted keys: {<name>-legacy}:inflight, …
 
 	// The cluster does refuse a script over two hash tags: what this test
 	// runs would fail the same way if a script touched two slots' keys.
@@ -208,8 +205,8 @@ func TestRedisClusterNeverSeesCrossSlotWithManyTopicsAndSlots(t *testing.T) {
 	}
 
 	// The slots of the topics live on every master.
-	perMaster := b.keysPerMaster(t, name)
-	for addr := range b.masters(t) {
+	perMaster := e2etest.KeysPerMaster(t, b.rdb, name)
+	for addr := range e2etest.Masters(t, b.rdb) {
 		if len(perMaster[addr]) == 0 {
 			t.Errorf("master %s holds none of %d topics × 64 slots", addr, 5)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delaybridge/delaybridge/forwarder"
+	"github.com/delaybridge/delaybridge/internal/e2etest"
 )
 
 const (
@@ -22,7 +23,7 @@ const (
 )
 
 // daemonVars configure a replica of the test's topic.
-func daemonVars(prefix string, mq *rabbit, lease time.Duration) map[string]string {
+func daemonVars(prefix string, mq *e2etest.Rabbit, lease time.Duration) map[string]string {
 	return map[string]string{
 		"DELAYBRIDGE_KEY_PREFIX":               prefix,
 		"DELAYBRIDGE_TOPICS":                   topic,
@@ -38,7 +39,7 @@ func daemonVars(prefix string, mq *rabbit, lease time.Duration) map[string]strin
 
 // fairShare reports whether the daemons own every slot between them, each
 // slots/n rounded down or up, and returns what each owns.
-func fairShare(ds []*daemon) (bool, []int) {
+func fairShare(ds []*replica) (bool, []int) {
 	owned := make([]int, len(ds))
 	sum := 0
 	for i, d := range ds {
@@ -56,7 +57,7 @@ func fairShare(ds []*daemon) (bool, []int) {
 
 // waitFair waits until the daemons share the slots fairly and checks that
 // each owns what forwarder.Assign gives it; it returns how long that took.
-func waitFair(t *testing.T, ds []*daemon, within time.Duration) time.Duration {
+func waitFair(t *testing.T, ds []*replica, within time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for {
@@ -81,7 +82,7 @@ func waitFair(t *testing.T, ds []*daemon, within time.Duration) time.Duration {
 	return took
 }
 
-func ids(ds []*daemon) []string {
+func ids(ds []*replica) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {
 		out[i] = d.id
@@ -133,7 +134,7 @@ func inflight(ctx context.Context, rdb redis.UniversalClient, keys []string) ([]
 // killHoldingLeases freezes d (SIGSTOP) at a moment it holds claimed,
 // unconfirmed messages, reads them, and kills it with SIGKILL. It returns
 // those messages, when d stopped and the deadline of its last heartbeat.
-func killHoldingLeases(t *testing.T, b *backend, prefix string, d *daemon, owners []string) (held []string, stopped, deadline time.Time) {
+func killHoldingLeases(t *testing.T, b *backend, prefix string, d *replica, owners []string) (held []string, stopped, deadline time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	keys := inflightKeys(prefix, owners, d.id)
@@ -150,7 +151,9 @@ func killHoldingLeases(t *testing.T, b *backend, prefix string, d *daemon, owner
 		if len(held) == 0 {
 			continue
 		}
-		d.cmd.Process.Signal(syscall.SIGSTOP)
+		if err := d.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatalf("SIGSTOP %s: %v", d.id, err)
+		}
 		stopped = time.Now()
 		// A stopped process cannot ack: what is in flight once Redis ran
 		// the commands it had already sent is orphaned.
@@ -160,25 +163,24 @@ func killHoldingLeases(t *testing.T, b *backend, prefix string, d *daemon, owner
 			t.Fatal(err)
 		}
 		if len(held) == 0 {
-			d.cmd.Process.Signal(syscall.SIGCONT) // acked in between: try again
+			_ = d.Signal(syscall.SIGCONT) // acked in between: try again
 			continue
 		}
 		ms, err := b.rdb.ZScore(ctx, prefix+":replicas", d.id).Result()
 		if err != nil {
 			t.Fatalf("heartbeat deadline of %s: %v", d.id, err)
 		}
-		d.cmd.Process.Signal(syscall.SIGKILL)
-		<-d.done
+		d.Kill()
 		return held, stopped, time.UnixMilli(int64(ms))
 	}
 }
 
 // firstChanges waits until every daemon logged an ownership change since
 // from (its log is read asynchronously) and returns each one's first.
-func firstChanges(t *testing.T, ds []*daemon, from time.Time) []ownershipChange {
+func firstChanges(t *testing.T, ds []*replica, from time.Time) []ownershipChange {
 	t.Helper()
 	out := make([]ownershipChange, len(ds))
-	waitFor(t, 10*time.Second, "every daemon logged its ownership change", func() bool {
+	e2etest.WaitFor(t, 10*time.Second, "every daemon logged its ownership change", func() bool {
 		for i, d := range ds {
 			c := d.changesSince(from)
 			if len(c) == 0 {
@@ -196,9 +198,8 @@ type replicaRun struct {
 	t        *testing.T
 	b        *backend
 	prefix   string
-	mq       *rabbit
+	mq       *e2etest.Rabbit
 	p        *producer
-	n        int
 	vars     map[string]string
 	prewrite func() // runs after the first messages are written, before any daemon
 }
@@ -216,12 +217,12 @@ func (r *replicaRun) run() {
 		r.prewrite()
 	}
 	began := time.Now()
-	r.p.start(t, r.n, already, 30*time.Second, time.Second)
+	r.p.start(t, r.p.plan.Len(), already, 30*time.Second, time.Second)
 
 	// Three replicas.
-	var ds []*daemon
+	var ds []*replica
 	for _, id := range []string{"replica-a", "replica-b", "replica-c"} {
-		ds = append(ds, startDaemon(t, b, id, r.vars))
+		ds = append(ds, startReplica(t, b, id, r.vars))
 	}
 	waitFair(t, ds, 20*time.Second)
 	three := assignment(ids(ds))
@@ -260,20 +261,20 @@ func (r *replicaRun) run() {
 		countOf(three, victim.id)+survivorsMoved, countOf(three, victim.id), survivorsMoved)
 
 	// Its leases are reaped by the new owners and delivered.
-	waitFor(t, 30*time.Second, fmt.Sprintf("the %d leases of %s reaped", len(orphans), victim.id), func() bool {
+	e2etest.WaitFor(t, 30*time.Second, fmt.Sprintf("the %d leases of %s reaped", len(orphans), victim.id), func() bool {
 		reaped := 0.0
 		for _, d := range ds {
-			reaped += d.counter("delaybridge_reaped_total", topic)
+			reaped += d.counter(t, "delaybridge_reaped_total", topic)
 		}
 		return reaped >= float64(len(orphans))
 	})
-	waitFor(t, 30*time.Second, "the orphaned messages delivered", func() bool {
+	e2etest.WaitFor(t, 30*time.Second, "the orphaned messages delivered", func() bool {
 		seen := map[int]bool{}
-		for _, d := range r.mq.deliveries() {
-			seen[d.n] = true
+		for _, d := range r.mq.Deliveries() {
+			seen[e2etest.Number(d.Body)] = true
 		}
 		for _, m := range orphans {
-			if !seen[number(m)] {
+			if !seen[e2etest.Number([]byte(m))] {
 				return false
 			}
 		}
@@ -282,7 +283,7 @@ func (r *replicaRun) run() {
 
 	// A fourth joins: only its share should move.
 	joined := time.Now()
-	ds = append(ds, startDaemon(t, b, "replica-d", r.vars))
+	ds = append(ds, startReplica(t, b, "replica-d", r.vars))
 	waitFair(t, ds, 20*time.Second)
 	newcomer := ds[2]
 	after := assignment(ids(ds))
@@ -313,26 +314,36 @@ func (r *replicaRun) run() {
 
 	// Every message arrives.
 	r.p.wait(t, 90*time.Second)
-	waitFor(t, 90*time.Second, fmt.Sprintf("%d messages delivered", r.n), func() bool { return r.mq.distinct() >= r.n })
+	n := r.p.plan.Len()
+	e2etest.WaitFor(t, 90*time.Second, fmt.Sprintf("%d messages delivered", n), func() bool { return e2etest.Distinct(r.mq.Deliveries()) >= n })
 	time.Sleep(3 * time.Second) // late duplicates (leases reaped after a slow confirm) show up
-	t.Logf("all %d messages delivered %s after the first was written", r.n, time.Since(began).Round(time.Millisecond))
+	t.Logf("all %d messages delivered %s after the first was written", n, time.Since(began).Round(time.Millisecond))
+	stopAll(t, ds)
+	o := r.p.plan.Count(r.mq.Deliveries(), nil)
+	o.Check(t)
+	t.Logf("%d duplicates after one SIGKILL with %d leases held (at-least-once)", o.Duplicates, len(orphans))
+
+	// The killed replica's heartbeat expires; nothing else may be left.
+	e2etest.WaitFor(t, 10*time.Second, "redis empty", func() bool { return len(e2etest.Keys(t, b.rdb, r.prefix)) == 0 })
+}
+
+// stopAll stops every replica with SIGTERM, as Kubernetes does, and fails
+// the test unless each exits 0 in time.
+func stopAll(t *testing.T, ds []*replica) {
+	t.Helper()
 	for _, d := range ds {
-		if err := d.stop(30 * time.Second); err != nil {
+		if err := d.Stop(30 * time.Second); err != nil {
 			t.Errorf("%s exit: %v", d.id, err)
 		}
 	}
-	tl := count(r.p, r.mq.deliveries())
-	tl.check(t)
-	t.Logf("%d duplicates after one SIGKILL with %d leases held (at-least-once)", tl.Duplicates, len(orphans))
-
-	// The killed replica's heartbeat expires; nothing else may be left.
-	waitFor(t, 10*time.Second, "redis empty", func() bool { return len(b.keys(t, r.prefix)) == 0 })
 }
 
-func newReplicaRun(t *testing.T, b *backend, prefix string, mq *rabbit, n int) *replicaRun {
+func newReplicaRun(t *testing.T, b *backend, prefix string, n int) *replicaRun {
+	mq := e2etest.NewTransientRabbit(t, prefix)
+	mq.Consume(t)
 	return &replicaRun{
-		t: t, b: b, prefix: prefix, mq: mq, n: n,
-		p: newProducer(b.rdb, prefix, topic, slots, n),
+		t: t, b: b, prefix: prefix, mq: mq,
+		p: newProducer(b.rdb, prefix, n),
 		// Short, so the killed replica's leases are reaped within seconds;
 		// long enough that a confirm slowed by a loaded machine does not
 		// expire too.
@@ -341,23 +352,21 @@ func newReplicaRun(t *testing.T, b *backend, prefix string, mq *rabbit, n int) *
 }
 
 func TestThreeReplicasShareSlotsSurviveSIGKILLAndMoveOnlyANewcomersShare(t *testing.T) {
-	name := uniq(t)
+	name := e2etest.Unique(t)
 	b := standalone(t, name)
-	mq := newRabbit(t, name)
-	newReplicaRun(t, b, name, mq, 100_000).run()
+	newReplicaRun(t, b, name, 100_000).run()
 }
 
 func TestRedisClusterReplicasSpreadSlotsOverEveryMasterAndLoseNothing(t *testing.T) {
-	name := uniq(t)
+	name := e2etest.Unique(t)
 	b := redisCluster(t, name)
-	mq := newRabbit(t, name)
-	r := newReplicaRun(t, b, name, mq, 100_000)
+	r := newReplicaRun(t, b, name, 100_000)
 	r.prewrite = func() {
 		// The first messages' 64 scheduled sets land on every master.
 		ctx := context.Background()
 		total := int64(0)
-		perMaster := b.keysPerMaster(t, name)
-		for addr := range b.masters(t) {
+		perMaster := e2etest.KeysPerMaster(t, b.rdb, name)
+		for addr := range e2etest.Masters(t, b.rdb) {
 			keys := perMaster[addr]
 			var msgs int64
 			for _, k := range keys {

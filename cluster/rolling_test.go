@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/delaybridge/delaybridge/internal/e2etest"
 )
 
 // rollingRestart replaces three replicas one at a time, twice, the way a
@@ -15,9 +17,10 @@ import (
 // a clean shutdown leaves the replica set first, lets its claimed batches
 // finish, and hands over slots without a lease ever expiring.
 func rollingRestart(t *testing.T, b *backend, name string) {
-	mq := newRabbit(t, name)
+	mq := e2etest.NewTransientRabbit(t, name)
+	mq.Consume(t)
 	const n = 40_000
-	p := newProducer(b.rdb, name, topic, slots, n)
+	p := newProducer(b.rdb, name, n)
 	vars := daemonVars(name, mq, 30*time.Second)
 	const already = 1000
 	if err := p.write(context.Background(), 0, already, 3*time.Second); err != nil {
@@ -25,10 +28,10 @@ func rollingRestart(t *testing.T, b *backend, name string) {
 	}
 	p.start(t, n, already, 25*time.Second, time.Second)
 
-	ds := []*daemon{
-		startDaemon(t, b, "pod-a-1", vars),
-		startDaemon(t, b, "pod-b-1", vars),
-		startDaemon(t, b, "pod-c-1", vars),
+	ds := []*replica{
+		startReplica(t, b, "pod-a-1", vars),
+		startReplica(t, b, "pod-b-1", vars),
+		startReplica(t, b, "pod-c-1", vars),
 	}
 	waitFair(t, ds, 20*time.Second)
 	time.Sleep(time.Second)
@@ -38,18 +41,18 @@ func rollingRestart(t *testing.T, b *backend, name string) {
 	for round := 2; round <= 3; round++ {
 		for i, old := range ds {
 			id := fmt.Sprintf("pod-%c-%d", 'a'+i, round)
-			var next *daemon
+			var next *replica
 			if round == 3 {
-				next = startDaemon(t, b, id, vars)
+				next = startReplica(t, b, id, vars)
 				waitFair(t, append(slices.Clone(ds), next), 20*time.Second)
 			}
 			began := time.Now()
-			if err := old.stop(30 * time.Second); err != nil {
+			if err := old.Stop(30 * time.Second); err != nil {
 				t.Errorf("%s exit after SIGTERM: %v", old.id, err)
 			}
 			exited := time.Since(began)
 			if next == nil {
-				next = startDaemon(t, b, id, vars)
+				next = startReplica(t, b, id, vars)
 			}
 			ds[i] = next
 			waitFair(t, ds, 20*time.Second)
@@ -59,27 +62,23 @@ func rollingRestart(t *testing.T, b *backend, name string) {
 	}
 
 	p.wait(t, 90*time.Second)
-	waitFor(t, 90*time.Second, fmt.Sprintf("%d messages delivered", n), func() bool { return mq.distinct() >= n })
+	e2etest.WaitFor(t, 90*time.Second, fmt.Sprintf("%d messages delivered", n), func() bool { return e2etest.Distinct(mq.Deliveries()) >= n })
 	time.Sleep(2 * time.Second) // a would-be duplicate has time to show
-	for _, d := range ds {
-		if err := d.stop(30 * time.Second); err != nil {
-			t.Errorf("%s exit: %v", d.id, err)
-		}
+	stopAll(t, ds)
+	o := p.plan.Count(mq.Deliveries(), nil)
+	o.Check(t)
+	if o.Duplicates != 0 {
+		t.Errorf("%d duplicates through a rolling restart without any crash", o.Duplicates)
 	}
-	tl := count(p, mq.deliveries())
-	tl.check(t)
-	if tl.Duplicates != 0 {
-		t.Errorf("%d duplicates through a rolling restart without any crash", tl.Duplicates)
-	}
-	waitFor(t, 10*time.Second, "redis empty", func() bool { return len(b.keys(t, name)) == 0 })
+	e2etest.WaitFor(t, 10*time.Second, "redis empty", func() bool { return len(e2etest.Keys(t, b.rdb, name)) == 0 })
 }
 
 func TestRollingRestartLosesNothingAndDuplicatesNothing(t *testing.T) {
-	name := uniq(t)
+	name := e2etest.Unique(t)
 	rollingRestart(t, standalone(t, name), name)
 }
 
 func TestRedisClusterRollingRestartLosesNothingAndDuplicatesNothing(t *testing.T) {
-	name := uniq(t)
+	name := e2etest.Unique(t)
 	rollingRestart(t, redisCluster(t, name), name)
 }
