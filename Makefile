@@ -51,10 +51,10 @@ fuzz:
 	done
 
 bench: services build
-	$(GO) run ./bench -out bench/results.json
+	$(GO) run ./bench -redis-server auto -out bench/results.json
 
 bench-quick: services build
-	$(GO) run ./bench -quick -out bench/results-quick.json
+	$(GO) run ./bench -redis-server auto -quick -out bench/results-quick.json
 
 clean:
 	rm -rf bin

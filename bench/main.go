@@ -10,12 +10,13 @@
 // acks straight from Redis through the queue package. It prints a table and
 // writes the results as JSON.
 //
-//	go run ./bench -out bench/results.json           # make bench
-//	go run ./bench -quick -out bench/results-quick.json  # make bench-quick
+//	go run ./bench -redis-server auto -out bench/results.json               # make bench
+//	go run ./bench -redis-server auto -quick -out bench/results-quick.json  # make bench-quick
 //
-// Every scenario uses its own key prefix, exchange, queue and Kafka topic and
-// removes them afterwards. See docs/performance.md for what each number
-// means.
+// With -redis-server the bench starts a Redis of its own (no other client
+// can stall it); without, it uses -redis. Every scenario uses its own key
+// prefix, exchange, queue and Kafka topic and removes them afterwards. See
+// docs/performance.md for what each number means.
 package main
 
 import (
@@ -86,8 +87,9 @@ type envFlag []string
 func (e *envFlag) String() string { return strings.Join(*e, ",") }
 
 func (e *envFlag) Set(v string) error {
-	if !strings.HasPrefix(v, "DELAYBRIDGE_") || !strings.Contains(v, "=") {
-		return errors.New("want DELAYBRIDGE_NAME=value")
+	name, _, ok := strings.Cut(v, "=")
+	if !ok || !(strings.HasPrefix(name, "DELAYBRIDGE_") || name == "GOGC" || name == "GOMAXPROCS" || name == "GOMEMLIMIT") {
+		return errors.New("want DELAYBRIDGE_NAME=value (or GOGC, GOMAXPROCS, GOMEMLIMIT)")
 	}
 	*e = append(*e, v)
 	return nil
@@ -107,7 +109,7 @@ func main() {
 	flag.IntVar(&o.rawWindow, "raw-window", 8000, "unconfirmed messages the raw RabbitMQ publisher keeps in flight")
 	flag.StringVar(&o.dumpDir, "dump", "", "write every message's due time and lateness to <dir>/<scenario>.csv")
 	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the daemon logs (their paths are printed)")
-	flag.Var(&o.daemonEnv, "daemon-env", "extra DELAYBRIDGE_NAME=value for the daemon (repeatable)")
+	flag.Var(&o.daemonEnv, "daemon-env", "extra DELAYBRIDGE_NAME=value (or GOGC, GOMAXPROCS, GOMEMLIMIT) for the daemon (repeatable)")
 	steadySlots := flag.Int("steady-slots", 0, "slots of the steady and backlog topic (0: the scenario's default)")
 	flag.Parse()
 	if o.size < minBody {
