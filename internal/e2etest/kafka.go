@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,8 +19,7 @@ type Kafka struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu  sync.Mutex
-	got []Delivery
+	received
 }
 
 // ConsumeKafka consumes topic from the brokers at seeds until cleanup. dial,
@@ -84,9 +82,7 @@ func (k *Kafka) poll(ctx context.Context) {
 					d.Attempt, _ = strconv.ParseInt(string(h.Value), 10, 64)
 				}
 			}
-			k.mu.Lock()
-			k.got = append(k.got, d)
-			k.mu.Unlock()
+			k.add(d)
 		})
 		fs.EachError(func(_ string, _ int32, err error) {
 			if !errors.Is(err, context.Canceled) {
@@ -94,18 +90,4 @@ func (k *Kafka) poll(ctx context.Context) {
 			}
 		})
 	}
-}
-
-// Deliveries is a copy of what was received so far.
-func (k *Kafka) Deliveries() []Delivery {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return append([]Delivery(nil), k.got...)
-}
-
-// Received is how many records arrived so far.
-func (k *Kafka) Received() int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return len(k.got)
 }

@@ -1,8 +1,8 @@
 package e2etest
 
 import (
-	"fmt"
-	"sync"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,23 +10,6 @@ import (
 
 	"github.com/delaybridge/delaybridge/sinks"
 )
-
-// Delivery is one message a consumer received.
-type Delivery struct {
-	Body    []byte
-	ID      string // message id (AMQP MessageId, Kafka x-delaybridge-id)
-	Due     int64  // x-delaybridge-due, Unix ms
-	Attempt int64  // x-delaybridge-attempt
-	Key     string // Kafka record key, AMQP routing key
-	// Headers are the Kafka record's headers or the AMQP headers, values
-	// printed with fmt.Sprint.
-	Headers map[string]string
-	// At is the earliest time known that the broker had the message: the
-	// consumer's receive time (AMQP) or the record's timestamp, set by the
-	// producer when it wrote it (Kafka). A message is early when At is
-	// before its due time.
-	At time.Time
-}
 
 // Rabbit is a durable direct exchange and a queue bound to it under the same
 // name, with a consumer that records every delivery.
@@ -37,8 +20,7 @@ type Rabbit struct {
 	args      amqp.Table
 	transient bool
 
-	mu  sync.Mutex
-	got []Delivery
+	received
 }
 
 // NewRabbit declares exchange and queue name (queue arguments args, e.g.
@@ -77,6 +59,19 @@ func newRabbit(tb testing.TB, r *Rabbit) *Rabbit {
 		tb.Fatalf("declare %s: %v", name, err)
 	}
 	return r
+}
+
+// TopicVars configure the daemon for one raw topic of slots slots under
+// prefix, delivered to r's exchange with r's queue name as routing key.
+func (r *Rabbit) TopicVars(prefix, topic string, slots int) map[string]string {
+	t := "DELAYBRIDGE_TOPIC_" + strings.ToUpper(topic) + "_"
+	return map[string]string{
+		"DELAYBRIDGE_KEY_PREFIX": prefix,
+		"DELAYBRIDGE_TOPICS":     topic,
+		t + "SLOTS":              strconv.Itoa(slots),
+		t + "EXCHANGE":           r.Exchange,
+		t + "ROUTING_KEY":        r.Queue,
+	}
 }
 
 // Declare (re)declares the exchange and the queue and binds them: after
@@ -127,13 +122,7 @@ func (r *Rabbit) Consume(tb testing.TB) {
 			d := Delivery{Body: m.Body, ID: m.MessageId, Key: m.RoutingKey, At: time.Now()}
 			d.Due = toInt64(m.Headers[sinks.HeaderDue])
 			d.Attempt = toInt64(m.Headers[sinks.HeaderAttempt])
-			d.Headers = make(map[string]string, len(m.Headers))
-			for k, v := range m.Headers {
-				d.Headers[k] = fmt.Sprint(v)
-			}
-			r.mu.Lock()
-			r.got = append(r.got, d)
-			r.mu.Unlock()
+			r.add(d)
 			if !r.transient {
 				_ = m.Ack(false)
 			}
@@ -155,18 +144,4 @@ func toInt64(v any) int64 {
 		return int64(n)
 	}
 	return 0
-}
-
-// Deliveries is a copy of what was received so far.
-func (r *Rabbit) Deliveries() []Delivery {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]Delivery(nil), r.got...)
-}
-
-// Received is how many deliveries arrived so far.
-func (r *Rabbit) Received() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.got)
 }
