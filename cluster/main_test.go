@@ -11,12 +11,9 @@
 package cluster
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/delaybridge/delaybridge/internal/e2etest"
 )
@@ -24,30 +21,8 @@ import (
 // binary is the daemon, built once for every test.
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "delaybridge-cluster")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	// -race: handovers run scanners starting and stopping concurrently.
-	binary, err = e2etest.Build(dir, true)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	// goleak.VerifyTestMain exits without returning: clean up first.
-	code := m.Run()
-	os.RemoveAll(dir)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+// The race build: handovers run scanners starting and stopping concurrently.
+func TestMain(m *testing.M) { e2etest.Main(m, &binary) }
 
 // backend is the Redis deployment a test runs against.
 type backend struct {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"syscall"
 	"testing"
@@ -24,17 +25,14 @@ const (
 
 // daemonVars configure a replica of the test's topic.
 func daemonVars(prefix string, mq *e2etest.Rabbit, lease time.Duration) map[string]string {
-	return map[string]string{
-		"DELAYBRIDGE_KEY_PREFIX":               prefix,
-		"DELAYBRIDGE_TOPICS":                   topic,
-		"DELAYBRIDGE_TOPIC_ORDERS_SLOTS":       fmt.Sprint(slots),
-		"DELAYBRIDGE_TOPIC_ORDERS_EXCHANGE":    mq.Exchange,
-		"DELAYBRIDGE_TOPIC_ORDERS_ROUTING_KEY": mq.Queue,
-		"DELAYBRIDGE_LEASE":                    lease.String(),
-		"DELAYBRIDGE_HEARTBEAT_INTERVAL":       heartbeatInterval.String(),
-		"DELAYBRIDGE_HEARTBEAT_TTL":            heartbeatTTL.String(),
-		"DELAYBRIDGE_SHUTDOWN_TIMEOUT":         "10s",
-	}
+	vars := mq.TopicVars(prefix, topic, slots)
+	maps.Copy(vars, map[string]string{
+		"DELAYBRIDGE_LEASE":              lease.String(),
+		"DELAYBRIDGE_HEARTBEAT_INTERVAL": heartbeatInterval.String(),
+		"DELAYBRIDGE_HEARTBEAT_TTL":      heartbeatTTL.String(),
+		"DELAYBRIDGE_SHUTDOWN_TIMEOUT":   "10s",
+	})
+	return vars
 }
 
 // fairShare reports whether the daemons own every slot between them, each

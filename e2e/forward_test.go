@@ -81,75 +81,74 @@ func verdict(t *testing.T, p *e2etest.Plan, rescheduled map[int]bool, got []e2et
 	return o
 }
 
-// orderVars configure the daemon for the test's topic, delivered to mq.
-func orderVars(prefix string, mq *e2etest.Rabbit) map[string]string {
-	return map[string]string{
-		"DELAYBRIDGE_KEY_PREFIX":               prefix,
-		"DELAYBRIDGE_TOPICS":                   topic,
-		"DELAYBRIDGE_TOPIC_ORDERS_SLOTS":       fmt.Sprint(slots),
-		"DELAYBRIDGE_TOPIC_ORDERS_EXCHANGE":    mq.Exchange,
-		"DELAYBRIDGE_TOPIC_ORDERS_ROUTING_KEY": mq.Queue,
-		"DELAYBRIDGE_HEARTBEAT_INTERVAL":       "200ms",
-		"DELAYBRIDGE_HEARTBEAT_TTL":            "1s",
-	}
+// forwarding is the world of a test that forwards to RabbitMQ: a key prefix
+// of its own, a consumed queue of the same name, n messages written, due
+// spread evenly over [now+lead, now+lead+spread), and the daemon's variables.
+type forwarding struct {
+	name string
+	rdb  *redis.Client
+	mq   *e2etest.Rabbit
+	plan *e2etest.Plan
+	vars map[string]string
+}
+
+func newForwarding(t *testing.T, n int, lead, spread time.Duration) *forwarding {
+	t.Helper()
+	f := &forwarding{name: e2etest.Unique(t)}
+	f.rdb = e2etest.ConnectRedis(t, f.name)
+	f.mq = e2etest.NewRabbit(t, f.name, nil)
+	f.mq.Consume(t)
+	f.plan = schedule(t, f.rdb, f.name, n, time.Now().Add(lead), spread)
+	f.vars = f.mq.TopicVars(f.name, topic, slots)
+	f.vars["DELAYBRIDGE_HEARTBEAT_INTERVAL"] = "200ms"
+	f.vars["DELAYBRIDGE_HEARTBEAT_TTL"] = "1s"
+	return f
 }
 
 func TestEveryMessageArrivesOnceNeverEarlyWithCancelsAndReschedules(t *testing.T) {
 	t.Parallel()
-	name := e2etest.Unique(t)
-	rdb := e2etest.ConnectRedis(t, name)
-	mq := e2etest.NewRabbit(t, name, nil)
-	mq.Consume(t)
-	const n = 20000
-	p := schedule(t, rdb, name, n, time.Now().Add(2*time.Second), 4*time.Second)
-	vars := orderVars(name, mq)
-	vars["DELAYBRIDGE_REPLICA_ID"] = name
-	d := startDaemon(t, vars)
-	rescheduled := cancelAndReschedule(t, rdb, name, p)
-	want := n - len(p.Cancelled)
-	e2etest.WaitFor(t, 60*time.Second, fmt.Sprintf("%d deliveries", want), func() bool { return mq.Received() >= want })
+	f := newForwarding(t, 20000, 2*time.Second, 4*time.Second)
+	f.vars["DELAYBRIDGE_REPLICA_ID"] = f.name
+	d := startDaemon(t, f.vars)
+	rescheduled := cancelAndReschedule(t, f.rdb, f.name, f.plan)
+	want := f.plan.Len() - len(f.plan.Cancelled)
+	e2etest.WaitFor(t, 60*time.Second, fmt.Sprintf("%d deliveries", want), func() bool { return f.mq.Received() >= want })
 	time.Sleep(1500 * time.Millisecond) // would-be duplicates and cancelled ones have time to show
 	stop(t, d)
-	if o := verdict(t, p, rescheduled, mq.Deliveries()); o.Duplicates != 0 {
+	if o := verdict(t, f.plan, rescheduled, f.mq.Deliveries()); o.Duplicates != 0 {
 		t.Errorf("%d duplicates without any crash", o.Duplicates)
 	}
-	expectEmpty(t, rdb, name)
+	expectEmpty(t, f.rdb, f.name)
 }
 
 func TestKillNineWhileMessagesFallDueLosesNothing(t *testing.T) {
 	t.Parallel()
-	name := e2etest.Unique(t)
-	rdb := e2etest.ConnectRedis(t, name)
-	mq := e2etest.NewRabbit(t, name, nil)
-	mq.Consume(t)
-	const n = 20000
-	p := schedule(t, rdb, name, n, time.Now().Add(2*time.Second), 6*time.Second)
-	vars := orderVars(name, mq)
-	vars["DELAYBRIDGE_LEASE"] = "1s"
-	rescheduled := cancelAndReschedule(t, rdb, name, p)
+	f := newForwarding(t, 20000, 2*time.Second, 6*time.Second)
+	f.vars["DELAYBRIDGE_LEASE"] = "1s"
+	rescheduled := cancelAndReschedule(t, f.rdb, f.name, f.plan)
 	kills := 0
 	// At least four kills even when a loaded machine made scheduling slow.
-	for kills < 4 || time.Now().Before(p.Due[n-1].Add(-500*time.Millisecond)) {
-		d := startDaemon(t, vars)
+	for kills < 4 || time.Now().Before(f.plan.Due[f.plan.Len()-1].Add(-500*time.Millisecond)) {
+		d := startDaemon(t, f.vars)
 		time.Sleep(time.Duration(400+rand.IntN(600)) * time.Millisecond)
 		d.Kill()
 		kills++
 	}
-	d := startDaemon(t, vars)
-	want := n - len(p.Cancelled)
+	d := startDaemon(t, f.vars)
+	want := f.plan.Len() - len(f.plan.Cancelled)
 	e2etest.WaitFor(t, 90*time.Second, fmt.Sprintf("%d deliveries after %d kills", want, kills), func() bool {
-		return e2etest.Distinct(mq.Deliveries()) >= want
+		return e2etest.Distinct(f.mq.Deliveries()) >= want
 	})
 	time.Sleep(2 * time.Second) // leases of the last killed daemon are reaped: duplicates show
 	stop(t, d)
-	o := verdict(t, p, rescheduled, mq.Deliveries())
+	o := verdict(t, f.plan, rescheduled, f.mq.Deliveries())
 	t.Logf("%d SIGKILLs: %d duplicates (at-least-once)", kills, o.Duplicates)
 	if kills < 3 {
 		t.Errorf("only %d kills happened", kills)
 	}
 	// The killed replicas' heartbeats expire; nothing else may be left.
 	e2etest.WaitFor(t, 10*time.Second, "redis empty", func() bool {
-		left := e2etest.Keys(t, rdb, name)
-		return len(left) == 0 || (len(left) == 1 && left[0] == name+":replicas")
+		left := e2etest.Keys(t, f.rdb, f.name)
+		return len(left) == 0 || (len(left) == 1 && left[0] == f.name+":replicas")
 	})
 }

@@ -5,14 +5,11 @@
 package e2e
 
 import (
-	"fmt"
 	"maps"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/delaybridge/delaybridge/internal/e2etest"
 )
@@ -20,29 +17,7 @@ import (
 // binary is the daemon, built once for every test with the race detector.
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "delaybridge-e2e")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary, err = e2etest.Build(dir, true)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	// goleak.VerifyTestMain exits without returning: clean up first.
-	code := m.Run()
-	os.RemoveAll(dir)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { e2etest.Main(m, &binary) }
 
 // startDaemon runs the daemon against the test Redis and RabbitMQ with vars
 // and waits until it serves HTTP.
