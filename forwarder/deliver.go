@@ -175,6 +175,11 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 	var acks, releases []string
 	var failures []queue.Failure
 	unsent := 0
+	defer func() {
+		for _, d := range group {
+			s.leases.drop(d.b.lease)
+		}
+	}()
 	for _, d := range group {
 		failures = append(failures, d.failures...)
 		if d.unsent {

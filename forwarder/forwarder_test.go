@@ -255,3 +255,27 @@ func TestOwnershipSharesSlotsFairlyAndMovesOnlyANewReplicasShare(t *testing.T) {
 		t.Error("owner among no replicas")
 	}
 }
+
+func TestSlowBatchKeepsItsLeaseAndIsPublishedOnce(t *testing.T) {
+	t.Parallel()
+	q, prefix := testRedis(t)
+	sink := newRecordSink()
+	sink.delay = 1500 * time.Millisecond // five leases
+	topic := queue.Topic{Name: "t", Prefix: prefix}
+	ctx := context.Background()
+	if err := q.Schedule(ctx, topic, []byte("slow"), time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, AllSlots: true,
+		Lease: 300 * time.Millisecond, PollInterval: 20 * time.Millisecond})
+	eventually(t, 15*time.Second, "published and acked", func() bool {
+		return len(sink.published()) >= 1 && len(keysLeft(t, q, prefix)) == 0
+	})
+	time.Sleep(500 * time.Millisecond)
+	sink.mu.Lock()
+	calls := sink.calls
+	sink.mu.Unlock()
+	if calls != 1 || len(sink.published()) != 1 {
+		t.Errorf("published %d times in %d calls: the live claimer's lease expired under it", len(sink.published()), calls)
+	}
+}

@@ -68,7 +68,8 @@ type recordSink struct {
 	got       []published
 	fail      func(m sinks.Message) error // nil: confirm
 	connected bool
-	block     bool // Publish waits for ctx to end
+	block     bool          // Publish waits for ctx to end
+	delay     time.Duration // Publish takes this long before answering
 	calls     int
 }
 
@@ -77,8 +78,15 @@ func newRecordSink() *recordSink { return &recordSink{connected: true} }
 func (s *recordSink) Publish(ctx context.Context, msgs []sinks.Message) error {
 	s.mu.Lock()
 	s.calls++
-	block, connected := s.block, s.connected
+	block, connected, delay := s.block, s.connected, s.delay
 	s.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	if block {
 		<-ctx.Done()
 		return ctx.Err()

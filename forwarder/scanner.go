@@ -31,7 +31,9 @@ type scanner struct {
 	slot  int
 	alarm *alarm
 	in    *inflight
-	log   *slog.Logger
+	// leases are the claimed batches whose leases keepLeases renews.
+	leases *leases
+	log    *slog.Logger
 }
 
 // batch is one claim handed from the claimer to the publisher.
@@ -42,17 +44,20 @@ type batch struct {
 	skew time.Duration
 	// epoch is the inflight epoch the claim was made in.
 	epoch uint64
+	// lease is the batch's handle in the scanner's leases.
+	lease uint64
 }
 
 func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 	t := f.opt.Topics[k.topic]
 	return &scanner{
-		f:     f,
-		topic: t,
-		slot:  k.slot,
-		alarm: a,
-		in:    newInflight(),
-		log:   f.log.With("topic", t.Name, "slot", k.slot),
+		f:      f,
+		topic:  t,
+		slot:   k.slot,
+		alarm:  a,
+		in:     newInflight(),
+		leases: newLeases(),
+		log:    f.log.With("topic", t.Name, "slot", k.slot),
 	}
 }
 
@@ -86,6 +91,13 @@ func (s *scanner) run(ctx context.Context) {
 
 	sent := make(chan *delivery, pipelineDepth)
 	done := make(chan struct{})
+	keepCtx, stopKeeping := context.WithCancel(drain)
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		s.keepLeases(keepCtx)
+	}()
+	defer func() { stopKeeping(); <-kept }()
 	go func() {
 		defer close(done)
 		s.settleLoop(drain, sent)
@@ -141,7 +153,7 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 		if n := len(c.Messages); n > 0 {
 			s.f.m.Claimed.WithLabelValues(s.topic.Name).Add(float64(n))
 			s.in.add(n)
-			handoff(batch{claimed: c.Messages, skew: skew, epoch: epoch})
+			handoff(batch{claimed: c.Messages, skew: skew, epoch: epoch, lease: s.leases.hold(c.Messages, before)})
 		}
 		if backlogged = len(c.Messages) >= limit; backlogged {
 			continue // more may be due already

@@ -1,0 +1,91 @@
+package forwarder
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+// leases tracks the batches a scanner has claimed and not yet settled, so
+// their leases are renewed while they are still being worked on (a stalled
+// broker, a loaded machine, a huge message). Only a replica that died or
+// lost Redis lets its leases expire; a live one is never reaped from under
+// itself, which would publish the batch again.
+type leases struct {
+	mu   sync.Mutex
+	next uint64
+	held map[uint64]*heldBatch
+}
+
+type heldBatch struct {
+	claimed []queue.Claimed
+	renewed time.Time // when the lease was last set (claim or Extend)
+}
+
+func newLeases() *leases { return &leases{held: map[uint64]*heldBatch{}} }
+
+// hold registers a claimed batch whose lease was set at claimed and returns
+// its handle for drop.
+func (l *leases) hold(claimed []queue.Claimed, at time.Time) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.next++
+	l.held[l.next] = &heldBatch{claimed: claimed, renewed: at}
+	return l.next
+}
+
+// drop forgets a settled batch.
+func (l *leases) drop(id uint64) {
+	l.mu.Lock()
+	delete(l.held, id)
+	l.mu.Unlock()
+}
+
+// stale returns the members of batches whose lease was set before cutoff
+// and marks them renewed at now.
+func (l *leases) stale(cutoff, now time.Time) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var members []string
+	for _, h := range l.held {
+		if h.renewed.Before(cutoff) {
+			for _, c := range h.claimed {
+				members = append(members, c.Member)
+			}
+			h.renewed = now
+		}
+	}
+	return members
+}
+
+// keepLeases renews, every third of a lease, the leases of batches held for
+// more than a third of one, until ctx ends.
+func (s *scanner) keepLeases(ctx context.Context) {
+	lease := s.f.opt.Lease
+	every := max(lease/3, 10*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		members := s.leases.stale(now.Add(-every), now)
+		if len(members) == 0 {
+			continue
+		}
+		ectx, cancel := context.WithTimeout(ctx, min(every, redisTimeout))
+		n, err := s.f.q.Extend(ectx, s.topic.Topic, s.slot, members, lease)
+		cancel()
+		if err != nil {
+			s.f.m.RedisErrs.WithLabelValues("extend").Inc()
+			s.log.Warn("renewing leases failed; they may be reaped and published again", "count", len(members), "err", err)
+			continue
+		}
+		s.log.Debug("renewed leases of a slow batch", "count", n)
+	}
+}
