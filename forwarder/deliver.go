@@ -228,6 +228,10 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 			s.log.Info("returned unpublished after an earlier batch went back, to keep the slot's order", "count", unsent)
 		}
 	}
+	// One log line per outcome and batch: a refusal storm must not flood
+	// the logs with a line per message.
+	var retried, dead int
+	var retryReason, deadReason string
 	for _, fl := range failures {
 		var out queue.Outcome
 		s.redisRetry(ctx, "retry", func(c context.Context) error {
@@ -237,12 +241,20 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 		})
 		switch out {
 		case queue.Retrying:
-			s.f.m.Retried.WithLabelValues(name).Inc()
-			s.log.Info("publish failed, will retry", "err", fl.Reason, "backoff", fl.Backoff)
+			retried++
+			retryReason = fl.Reason
 		case queue.Dead:
-			s.f.m.Dead.WithLabelValues(name).Inc()
-			s.log.Warn("message dead-lettered", "err", fl.Reason, "permanent", fl.Permanent)
+			dead++
+			deadReason = fl.Reason
 		}
+	}
+	if retried > 0 {
+		s.f.m.Retried.WithLabelValues(name).Add(float64(retried))
+		s.log.Info("publish failed, will retry", "count", retried, "err", retryReason)
+	}
+	if dead > 0 {
+		s.f.m.Dead.WithLabelValues(name).Add(float64(dead))
+		s.log.Warn("messages dead-lettered", "count", dead, "err", deadReason)
 	}
 }
 
