@@ -267,12 +267,8 @@ func (r *replicaRun) run() {
 		return reaped >= float64(len(orphans))
 	})
 	e2etest.WaitFor(t, 30*time.Second, "the orphaned messages delivered", func() bool {
-		seen := map[int]bool{}
-		for _, d := range r.mq.Deliveries() {
-			seen[e2etest.Number(d.Body)] = true
-		}
 		for _, m := range orphans {
-			if !seen[e2etest.Number([]byte(m))] {
+			if !r.mq.Arrived(e2etest.Number([]byte(m))) {
 				return false
 			}
 		}
@@ -313,7 +309,7 @@ func (r *replicaRun) run() {
 	// Every message arrives.
 	r.p.wait(t, 90*time.Second)
 	n := r.p.plan.Len()
-	e2etest.WaitFor(t, 90*time.Second, fmt.Sprintf("%d messages delivered", n), func() bool { return e2etest.Distinct(r.mq.Deliveries()) >= n })
+	e2etest.WaitFor(t, 90*time.Second, fmt.Sprintf("%d messages delivered", n), func() bool { return r.mq.Distinct() >= n })
 	time.Sleep(3 * time.Second) // late duplicates (leases reaped after a slow confirm) show up
 	t.Logf("all %d messages delivered %s after the first was written", n, time.Since(began).Round(time.Millisecond))
 	stopAll(t, ds)

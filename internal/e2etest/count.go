@@ -92,18 +92,6 @@ func (p *Plan) Count(got []Delivery, dead map[int]string) Outcome {
 	return o
 }
 
-// Distinct is how many different numbered messages got holds: polled
-// while waiting for a plan's messages to arrive.
-func Distinct(got []Delivery) int {
-	seen := make(map[int]struct{}, len(got))
-	for _, d := range got {
-		if n := Number(d.Body); n >= 0 {
-			seen[n] = struct{}{}
-		}
-	}
-	return len(seen)
-}
-
 // Check fails the test on any loss, early delivery, delivery of a cancelled
 // message, wrong due header or foreign delivery, and logs the outcome.
 func (o Outcome) Check(tb testing.TB) {

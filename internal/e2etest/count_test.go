@@ -45,8 +45,16 @@ func TestCountFindsLostEarlyDuplicateCancelledAndForeign(t *testing.T) {
 	if o := p.Count(got[:1], map[int]string{1: "refused", 2: " "}); o.Dead != 1 || o.Lost != 3 || o.LostNumbers[0] != 2 {
 		t.Errorf("dead %d, lost %d %v: want 1 dead, 3 lost (a blank reason is no reason) starting with 2", o.Dead, o.Lost, o.LostNumbers)
 	}
-	if n := Distinct(got); n != 4 {
-		t.Errorf("Distinct = %d, want 4 (0, 1, 2, 4)", n)
+}
+
+func TestReceivedCountsDistinctNumbersAsTheyArrive(t *testing.T) {
+	var r received
+	for _, b := range []string{Body(0), Body(4), Body(0), "not ours", Body(2)} {
+		r.add(Delivery{Body: []byte(b)})
+	}
+	if n := r.Distinct(); n != 3 || !r.Arrived(4) || r.Arrived(3) || r.Received() != 5 {
+		t.Errorf("distinct %d (want 3: 0, 2, 4), arrived 4 %v, arrived 3 %v, received %d (want 5)",
+			n, r.Arrived(4), r.Arrived(3), r.Received())
 	}
 }
 

@@ -23,15 +23,40 @@ type Delivery struct {
 }
 
 // received is what a consumer recorded, safe to read while it consumes.
+// The numbers that arrived are kept apart, so a test can poll them while
+// a hundred thousand messages flow without copying every delivery.
 type received struct {
-	mu  sync.Mutex
-	got []Delivery
+	mu      sync.Mutex
+	got     []Delivery
+	numbers map[int]struct{}
 }
 
 func (r *received) add(d Delivery) {
+	n := Number(d.Body)
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.got = append(r.got, d)
-	r.mu.Unlock()
+	if n >= 0 {
+		if r.numbers == nil {
+			r.numbers = map[int]struct{}{}
+		}
+		r.numbers[n] = struct{}{}
+	}
+}
+
+// Distinct is how many different numbered messages arrived so far.
+func (r *received) Distinct() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.numbers)
+}
+
+// Arrived reports whether message n arrived.
+func (r *received) Arrived(n int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.numbers[n]
+	return ok
 }
 
 // Deliveries is a copy of what was received so far.
