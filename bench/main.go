@@ -111,7 +111,15 @@ func main() {
 	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the daemon logs (their paths are printed)")
 	flag.Var(&o.daemonEnv, "daemon-env", "extra DELAYBRIDGE_NAME=value (or GOGC, GOMAXPROCS, GOMEMLIMIT) for the daemon (repeatable)")
 	steadySlots := flag.Int("steady-slots", 0, "slots of the steady and backlog topic (0: the scenario's default)")
+	markdown := flag.String("markdown", "", "print the results in this results.json as a Markdown table (for docs/performance.md) and exit")
 	flag.Parse()
+	if *markdown != "" {
+		if err := printMarkdown(os.Stdout, *markdown); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if o.size < minBody {
 		fmt.Fprintf(os.Stderr, "bench: -size must be at least %d\n", minBody)
 		os.Exit(2)

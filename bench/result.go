@@ -2,9 +2,11 @@ package main
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -141,4 +143,32 @@ func short(s string) string {
 		return s[:57] + "..."
 	}
 	return s
+}
+
+// printMarkdown renders the scenarios of a results.json file as the table
+// of docs/performance.md.
+func printMarkdown(w io.Writer, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	fmt.Fprintln(w, "| scenario | messages | msg/s | ceiling msg/s | ratio | lateness p50 / p99 / p99.9 / max (ms) | early | lost | daemon CPU (s) | daemon peak RSS (MiB) | Redis commands/s (calls/s) |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- |")
+	for _, r := range rep.Scenarios {
+		if r.Error != "" {
+			fmt.Fprintf(w, "| %s | failed: %s | | | | | | | | | |\n", r.Name, r.Error)
+			continue
+		}
+		late := "–"
+		if r.Messages > 0 {
+			late = fmt.Sprintf("%.1f / %.1f / %.1f / %.1f", r.Lateness.P50, r.Lateness.P99, r.Lateness.P999, r.Lateness.Max)
+		}
+		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.2f | %s | %d | %d | %.2f | %.1f | %.0f (%.0f) |\n",
+			r.Name, r.Messages, r.Throughput, r.Ceiling, r.Ratio, late, r.Early, r.Lost, r.DaemonCPU, float64(r.DaemonRSS)/(1<<20), r.RedisCmds, r.RedisCalls)
+	}
+	return nil
 }
