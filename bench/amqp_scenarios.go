@@ -48,11 +48,12 @@ func runBurst(ctx context.Context, e *env) (Scenario, error) {
 	} else {
 		r.Ceilings["redis_claim_ack"] = rate
 	}
-	before, err := e.rawRabbit(ctx, target, n)
+	before, cpu, err := e.rawRabbit(ctx, target, n)
 	if err != nil {
 		return r, err
 	}
 	r.Ceilings["rabbitmq_confirms_before"] = before
+	r.RawCPU = map[string]map[string]float64{"rabbitmq_confirms_before": cpu}
 
 	if err := e.burstThroughDaemon(ctx, &r, prefix, amqpVars(prefix, target, slots), slots, n, func(tr *tracker) (func(), error) {
 		return e.consume(target, tr)
@@ -60,11 +61,12 @@ func runBurst(ctx context.Context, e *env) (Scenario, error) {
 		return r, err
 	}
 
-	after, err := e.rawRabbit(ctx, target, n)
+	after, cpu, err := e.rawRabbit(ctx, target, n)
 	if err != nil {
 		return r, err
 	}
 	r.Ceilings["rabbitmq_confirms_after"] = after
+	r.RawCPU["rabbitmq_confirms_after"] = cpu
 	// The ceiling is the mean of the raw runs right before and right after
 	// the daemon's: the broker's rate around the time the daemon ran.
 	r.Ceiling = math.Round((before + after) / 2)
@@ -74,20 +76,22 @@ func runBurst(ctx context.Context, e *env) (Scenario, error) {
 }
 
 // rawRabbit runs rawPublish with a consumer attached.
-func (e *env) rawRabbit(ctx context.Context, target rabbitTarget, n int) (float64, error) {
+// It also returns the CPU each process used meanwhile.
+func (e *env) rawRabbit(ctx context.Context, target rabbitTarget, n int) (float64, map[string]float64, error) {
 	tr := newTracker(n)
 	stop, err := e.consume(target, tr)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer stop()
 	m := e.meterCPU()
 	rate, err := e.rawPublish(ctx, target, n, e.o.size, tr)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	fmt.Fprintf(os.Stderr, "   raw rabbitmq: %.0f msg/s (cpu s %s)\n", rate, cpuText(m.used()))
-	return rate, nil
+	cpu := m.used()
+	fmt.Fprintf(os.Stderr, "   raw rabbitmq: %.0f msg/s (cpu s %s)\n", rate, cpuText(cpu))
+	return rate, cpu, nil
 }
 
 // burstThroughDaemon starts the daemon, schedules n messages due at one
@@ -319,7 +323,7 @@ func runRawRabbit(ctx context.Context, e *env) (Scenario, error) {
 		return r, err
 	}
 	defer e.undeclare(target)
-	r.Throughput, err = e.rawRabbit(ctx, target, n)
+	r.Throughput, r.CPU, err = e.rawRabbit(ctx, target, n)
 	r.Ceiling = r.Throughput
 	r.Ratio = 1
 	return r, err

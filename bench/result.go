@@ -50,6 +50,9 @@ type Scenario struct {
 	// published straight to RabbitMQ at their due times, with the same
 	// consumer: the floor this machine and broker put under the daemon's.
 	RawLateness *Lateness `json:"raw_rabbitmq_lateness_ms,omitempty"`
+	// RawCPU is, for each raw ceiling measured with the broker, the CPU
+	// time (s) each process used during that measurement.
+	RawCPU map[string]map[string]float64 `json:"raw_cpu_s_by_process,omitempty"`
 	// Ceilings are the raw rates measured in the same run (messages/s).
 	Ceilings map[string]float64 `json:"ceilings,omitempty"`
 	Notes    []string           `json:"notes,omitempty"`
@@ -71,7 +74,7 @@ func latenessOf(ms []float64) Lateness {
 	}
 	s := slices.Clone(ms)
 	slices.Sort(s)
-	return Lateness{P50: pct(s, 0.50), P99: pct(s, 0.99), P999: pct(s, 0.999), Max: s[len(s)-1]}
+	return Lateness{P50: pct(s, 0.50), P99: pct(s, 0.99), P999: pct(s, 0.999), Max: round2(s[len(s)-1])}
 }
 
 // pct is the nearest-rank percentile of sorted s.
