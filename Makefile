@@ -1,5 +1,6 @@
 # delaybridge — common tasks. `make demo` and `make test` start Redis and
-# RabbitMQ on 127.0.0.1 first when they are not running (scripts/services.sh).
+# RabbitMQ on 127.0.0.1 first when they are not running (scripts/services.sh);
+# the demo stops them again afterwards.
 
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -30,10 +31,12 @@ test: services lint
 	$(GO) test -race -timeout 20m -p 1 $(SUITES)
 	cd deploy && $(GO) test -timeout 15m ./...
 
-demo: services build
+# demo.sh starts Redis and RabbitMQ itself when they are missing, and stops
+# what it started when the demo ends.
+demo: build
 	scripts/demo.sh amqp
 
-demo-kafka: services build
+demo-kafka: build
 	scripts/demo.sh kafka
 
 # The fault suite builds its own daemon and prints a summary table; go test
