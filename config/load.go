@@ -49,17 +49,20 @@ func Load() (Config, error) {
 }
 
 // VarName is the upper-cased form of a topic name used in its variables:
-// every byte outside A-Z, a-z and 0-9 becomes '_' (ASCII only: Unicode
-// upper-casing would fold distinct names such as "ſ" and "s" together).
+// every character outside A-Z, a-z and 0-9 becomes one '_' (a byte that is
+// not UTF-8 counts as a character). Only ASCII letters are upper-cased:
+// Unicode upper-casing would fold distinct names such as "ſ" and "s"
+// together.
 func VarName(topic string) string {
-	b := []byte(topic)
-	for i, c := range b {
+	b := make([]byte, 0, len(topic))
+	for _, r := range topic {
 		switch {
-		case c >= 'a' && c <= 'z':
-			b[i] = c - 'a' + 'A'
-		case c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case r >= 'a' && r <= 'z':
+			b = append(b, byte(r-'a'+'A'))
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			b = append(b, byte(r))
 		default:
-			b[i] = '_'
+			b = append(b, '_')
 		}
 	}
 	return string(b)

@@ -86,8 +86,9 @@ func TestVarName(t *testing.T) {
 		"order-events": "ORDER_EVENTS",
 		"Orders.v2":    "ORDERS_V2",
 		"a:b/c":        "A_B_C",
-		"ſ":            "__", // not folded into "S"
-		"é":            "__",
+		"ſ":            "_", // not folded into "S"
+		"é":            "_", // one character, one '_'
+		"a\xffb":       "A_B",
 	} {
 		if got := VarName(topic); got != want {
 			t.Errorf("VarName(%q) = %q, want %q", topic, got, want)
