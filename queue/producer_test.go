@@ -167,7 +167,7 @@ func TestParseWakeReadsWhatIsPublished(t *testing.T) {
 	if err != nil || got != w {
 		t.Errorf("ParseWake(%q) = %+v, %v", w.Payload(), got, err)
 	}
-	for _, bad := range []string{"", "orders", "orders\n1", "orders\nx\n1", "orders\n1\nsoon", "\n1\n2"} {
+	for _, bad := range []string{"", "orders", "orders\n1", "orders\nx\n1", "orders\n1\nsoon", "\n1\n2", "orders\n1\nNaN"} {
 		if _, err := ParseWake(bad); err == nil {
 			t.Errorf("ParseWake(%q) accepted it", bad)
 		}

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -44,6 +45,9 @@ func ParseWake(payload string) (Wake, error) {
 	score, err := strconv.ParseFloat(parts[2], 64)
 	if err != nil {
 		return Wake{}, fmt.Errorf("parse wake-up %q: bad score: %w", payload, err)
+	}
+	if math.IsNaN(score) {
+		return Wake{}, fmt.Errorf("parse wake-up %q: score is not a number", payload)
 	}
 	return Wake{Topic: parts[0], Slot: slot, Score: score}, nil
 }
