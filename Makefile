@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: build test lint demo demo-kafka services chaos fuzz bench bench-quick clean
+.PHONY: build test lint demo demo-kafka services services-stop chaos fuzz bench bench-quick clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/delaybridge ./cmd/delaybridge
@@ -16,6 +16,12 @@ build:
 services:
 	scripts/services.sh start
 	scripts/redis-cluster.sh start
+
+# Stops what `make services` started (each script stops only what it
+# started itself; services that were already running are left alone).
+services-stop:
+	scripts/redis-cluster.sh stop
+	scripts/services.sh stop
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
