@@ -40,13 +40,17 @@ func cancelAndReschedule(t *testing.T, rdb redis.UniversalClient, prefix string,
 	rescheduled = map[int]bool{}
 	n := p.Len()
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, i := range rng.Perm(n)[:n/10] {
+	quota := n / 20
+	for _, i := range rng.Perm(n) {
+		if len(p.Cancelled) == quota && len(rescheduled) == quota {
+			break
+		}
 		if time.Until(p.Due[i]) < 300*time.Millisecond {
 			continue // too close to its due time to be sure it is not claimed yet
 		}
 		m := e2etest.RawMember(i)
 		k, _ := key(m)
-		if len(p.Cancelled) < n/20 {
+		if len(p.Cancelled) < quota {
 			removed, err := rdb.ZRem(ctx, k, m).Result()
 			if err != nil || removed != 1 {
 				t.Fatalf("cancel %d: %d %v", i, removed, err)
@@ -60,6 +64,9 @@ func cancelAndReschedule(t *testing.T, rdb redis.UniversalClient, prefix string,
 		}
 		p.Due[i] = later
 		rescheduled[i] = true
+	}
+	if len(p.Cancelled) != quota || len(rescheduled) != quota {
+		t.Fatalf("cancelled %d and rescheduled %d of %d messages, want %d each: too few were still 300 ms from their due time", len(p.Cancelled), len(rescheduled), n, quota)
 	}
 	return rescheduled
 }
