@@ -119,6 +119,23 @@ func (d *dest) declare(t *testing.T) {
 	})
 }
 
+// bind binds d's queue to its exchange with each of keys as well, so that
+// messages with those routing keys reach it. Deleting the queue (cleanup)
+// removes the bindings.
+func (d *dest) bind(t *testing.T, keys ...string) {
+	t.Helper()
+	if len(keys) == 0 {
+		return
+	}
+	ch := channel(t, d.conn)
+	defer func() { _ = ch.Close() }()
+	for _, k := range keys {
+		if err := ch.QueueBind(d.queue, k, d.exchange, false, nil); err != nil {
+			t.Fatalf("bind queue %s with %q: %v", d.queue, k, err)
+		}
+	}
+}
+
 func (d *dest) deleteExchange(t *testing.T) {
 	t.Helper()
 	ch := channel(t, d.conn)
@@ -128,11 +145,15 @@ func (d *dest) deleteExchange(t *testing.T) {
 	}
 }
 
-// newDest declares a fresh direct exchange and a queue bound with key "rk".
+// testKey is the routing key newDest binds and the sink of newSink
+// publishes with.
+const testKey = "rk"
+
+// newDest declares a fresh direct exchange and a queue bound with testKey.
 func newDest(t *testing.T, queueArgs amqp091.Table) *dest {
 	t.Helper()
 	name := uniqueName(t)
-	d := &dest{conn: adminConn(t), exchange: name, queue: name, key: "rk", queueArgs: queueArgs}
+	d := &dest{conn: adminConn(t), exchange: name, queue: name, key: testKey, queueArgs: queueArgs}
 	d.declare(t)
 	return d
 }

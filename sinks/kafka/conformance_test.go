@@ -11,10 +11,15 @@ import (
 
 func TestConformance(t *testing.T) {
 	sinktest.Run(t, sinktest.Harness{
-		New: func(t *testing.T, maxMessageSize int) (sinks.Sink, func(t *testing.T, n int, timeout time.Duration) []sinktest.Received) {
+		New: func(t *testing.T, o sinktest.Options) (sinks.Sink, func(t *testing.T, n int, timeout time.Duration) []sinktest.Received) {
 			topic := uniqueTopic(t)
 			c := newCluster(t, topic, 1) // one partition keeps the order of publication
-			s := newSink(t, Config{Brokers: []string{addr(c)}, Topic: topic, MaxMessageSize: maxMessageSize})
+			cfg := Config{Brokers: []string{addr(c)}, Topic: topic, MaxMessageSize: o.MaxMessageSize}
+			if len(o.Keys) > 0 {
+				// Only the envelope mode keys records with the message's own key.
+				cfg.KeyMode = KeyEnvelope
+			}
+			s := newSink(t, cfg)
 			cons := newConsumer(t, addr(c), topic)
 			read := func(t *testing.T, n int, timeout time.Duration) []sinktest.Received {
 				t.Helper()
@@ -39,6 +44,12 @@ func TestConformance(t *testing.T) {
 				return out
 			}
 			return s, read
+		},
+		WantKey: func(m sinks.Message) string {
+			if m.Key != nil {
+				return string(m.Key)
+			}
+			return m.RoutingKey
 		},
 	})
 }

@@ -10,10 +10,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/delaybridge/delaybridge/sinks"
 )
@@ -37,11 +40,28 @@ type Harness struct {
 	// to a fresh destination (its own exchange and queue, or topic) which
 	// keeps the order of publication (one queue, one partition), and a
 	// function that reads exactly n messages from that destination within
-	// timeout, failing the test otherwise. maxMessageSize is the sink's size
-	// limit: larger bodies must fail with sinks.ErrPermanent. New registers
-	// the cleanup of everything it creates; the suite closes the sink itself
-	// too, so Close must be idempotent.
-	New func(t *testing.T, maxMessageSize int) (sinks.Sink, func(t *testing.T, n int, timeout time.Duration) []Received)
+	// timeout, failing the test otherwise. New registers the cleanup of
+	// everything it creates; the suite closes the sink itself too, so Close
+	// must be idempotent.
+	New func(t *testing.T, o Options) (sinks.Sink, func(t *testing.T, n int, timeout time.Duration) []Received)
+	// WantKey is the key message m arrives with (Received.RoutingKey) from a
+	// sink made with Options.Keys: for AMQP the routing key it was published
+	// with, for Kafka its record key as text ("" for none). It states the
+	// sink's documented contract; the suite checks the sink keeps it.
+	WantKey func(m sinks.Message) string
+}
+
+// Options is what a case asks of the sink and destination Harness.New makes.
+type Options struct {
+	// MaxMessageSize is the sink's size limit: larger bodies must fail with
+	// sinks.ErrPermanent.
+	MaxMessageSize int
+	// Keys, when not empty, are every per-message key (sinks.Message
+	// RoutingKey or Key) the case publishes with. The sink must honour them
+	// (Kafka: key mode envelope) and the destination must receive the
+	// messages carrying any of them as well as those carrying none (AMQP:
+	// bind the queue with each key besides the sink's routing key).
+	Keys []string
 }
 
 const (
@@ -61,11 +81,12 @@ func Run(t *testing.T, h Harness) {
 	t.Run("CloseTwiceIsFine", func(t *testing.T) { t.Parallel(); testCloseTwice(t, h) })
 	t.Run("CancelledContextReturnsPromptly", func(t *testing.T) { t.Parallel(); testCancelledContext(t, h) })
 	t.Run("ConcurrentPublishesDeliverEverything", func(t *testing.T) { t.Parallel(); testConcurrentPublishes(t, h) })
+	t.Run("PerMessageRoutingKeyIsHonoured", func(t *testing.T) { t.Parallel(); testPerMessageKeys(t, h) })
 }
 
-func newSink(t *testing.T, h Harness, maxMessageSize int) (sinks.Sink, func(t *testing.T, n int, timeout time.Duration) []Received) {
+func newSink(t *testing.T, h Harness, o Options) (sinks.Sink, func(t *testing.T, n int, timeout time.Duration) []Received) {
 	t.Helper()
-	s, read := h.New(t, maxMessageSize)
+	s, read := h.New(t, o)
 	t.Cleanup(func() { _ = s.Close() })
 	return s, read
 }
@@ -143,7 +164,7 @@ func CheckReceived(t *testing.T, want []sinks.Message, got []Received) {
 }
 
 func testBatchArrivesInOrderIntact(t *testing.T, h Harness) {
-	s, read := newSink(t, h, maxSize)
+	s, read := newSink(t, h, Options{MaxMessageSize: maxSize})
 	msgs := Messages(50)
 	if err := publish(t, s, msgs); err != nil {
 		t.Fatalf("publish: %v", err)
@@ -152,7 +173,7 @@ func testBatchArrivesInOrderIntact(t *testing.T, h Harness) {
 }
 
 func testEmptyBatchIsNoOp(t *testing.T, h Harness) {
-	s, read := newSink(t, h, maxSize)
+	s, read := newSink(t, h, Options{MaxMessageSize: maxSize})
 	if err := publish(t, s, nil); err != nil {
 		t.Fatalf("publish nil batch: %v", err)
 	}
@@ -170,7 +191,7 @@ func testEmptyBatchIsNoOp(t *testing.T, h Harness) {
 
 func testOversizedFailsAlone(t *testing.T, h Harness) {
 	const limit = 1024
-	s, read := newSink(t, h, limit)
+	s, read := newSink(t, h, Options{MaxMessageSize: limit})
 	msgs := Messages(4)
 	msgs[2].Body = bytes.Repeat([]byte("x"), limit+1)
 	msgs[3].Body = bytes.Repeat([]byte("y"), limit) // exactly at the limit is allowed
@@ -195,7 +216,7 @@ func testOversizedFailsAlone(t *testing.T, h Harness) {
 }
 
 func testPublishAfterClose(t *testing.T, h Harness) {
-	s, _ := newSink(t, h, maxSize)
+	s, _ := newSink(t, h, Options{MaxMessageSize: maxSize})
 	if err := s.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
@@ -205,7 +226,7 @@ func testPublishAfterClose(t *testing.T, h Harness) {
 }
 
 func testCloseTwice(t *testing.T, h Harness) {
-	s, _ := newSink(t, h, maxSize)
+	s, _ := newSink(t, h, Options{MaxMessageSize: maxSize})
 	if err := publish(t, s, Messages(3)); err != nil {
 		t.Fatalf("publish: %v", err)
 	}
@@ -225,7 +246,7 @@ func testCloseTwice(t *testing.T, h Harness) {
 }
 
 func testCancelledContext(t *testing.T, h Harness) {
-	s, _ := newSink(t, h, maxSize)
+	s, _ := newSink(t, h, Options{MaxMessageSize: maxSize})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	start := time.Now()
@@ -239,7 +260,7 @@ func testCancelledContext(t *testing.T, h Harness) {
 }
 
 func testConcurrentPublishes(t *testing.T, h Harness) {
-	s, read := newSink(t, h, maxSize)
+	s, read := newSink(t, h, Options{MaxMessageSize: maxSize})
 	const workers, batches, perBatch = 6, 5, 8
 	all := make([][]sinks.Message, workers)
 	var wg sync.WaitGroup
@@ -286,6 +307,51 @@ func testConcurrentPublishes(t *testing.T, h Harness) {
 			continue
 		}
 		CheckReceived(t, msgs, mine)
+	}
+}
+
+func testPerMessageKeys(t *testing.T, h Harness) {
+	if h.WantKey == nil {
+		t.Fatal("the harness has no WantKey: it must say which key a message arrives with")
+	}
+	routingKeys := []string{"orders.eu", "orders.us"}
+	recordKeys := []string{"account-7", "account-9"}
+	s, read := newSink(t, h, Options{MaxMessageSize: maxSize, Keys: slices.Concat(routingKeys, recordKeys)})
+
+	// Every combination, interleaved so that a sink that keeps the key of
+	// one message for the next, or of the batch's first for all, fails.
+	msgs := Messages(16)
+	for i := range msgs {
+		n := i / 4 % 2
+		switch i % 4 {
+		case 1:
+			msgs[i].RoutingKey = routingKeys[n]
+		case 2:
+			msgs[i].Key = []byte(recordKeys[n])
+		case 3:
+			msgs[i].RoutingKey = routingKeys[1-n]
+			msgs[i].Key = []byte(recordKeys[1-n])
+		}
+	}
+	want := make([]string, len(msgs))
+	for i, m := range msgs {
+		want[i] = h.WantKey(m)
+	}
+	if !slices.ContainsFunc(want, func(k string) bool { return k != want[0] }) {
+		t.Fatalf("WantKey gives every message the key %q: the case would prove nothing", want[0])
+	}
+
+	if err := publish(t, s, msgs); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	got := read(t, len(msgs), readTimeout)
+	CheckReceived(t, msgs, got)
+	gotKeys := make([]string, len(got))
+	for i, r := range got {
+		gotKeys[i] = r.RoutingKey
+	}
+	if diff := cmp.Diff(want, gotKeys); diff != "" {
+		t.Errorf("keys the messages arrived with (-want +got):\n%s", diff)
 	}
 }
 
