@@ -2,15 +2,9 @@ package chaos
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -21,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delaybridge/delaybridge/internal/testpki"
 )
 
 // pki is a throwaway CA with a server certificate for 127.0.0.1 and a client
@@ -32,79 +28,16 @@ type pki struct {
 func newPKI(t *testing.T) pki {
 	t.Helper()
 	dir := t.TempDir()
-	caKey, caCert, caDER := issue(t, "delaybridge test CA", nil, nil, func(c *x509.Certificate) {
-		c.IsCA = true
-		c.BasicConstraintsValid = true
-		c.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
-	})
-	srvKey, _, srvDER := issue(t, "redis", caCert, caKey, func(c *x509.Certificate) {
-		c.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-		c.DNSNames = []string{"localhost"}
-		c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	})
-	cliKey, _, cliDER := issue(t, "delaybridge", caCert, caKey, func(c *x509.Certificate) {
-		c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	})
-	p := pki{
-		CA:         writePEM(t, dir, "ca.crt", "CERTIFICATE", caDER),
-		ServerCert: writePEM(t, dir, "redis.crt", "CERTIFICATE", srvDER),
-		ServerKey:  writeKey(t, dir, "redis.key", srvKey),
-		ClientCert: writePEM(t, dir, "client.crt", "CERTIFICATE", cliDER),
-		ClientKey:  writeKey(t, dir, "client.key", cliKey),
+	ca := testpki.NewCA(t, "delaybridge test CA")
+	srv := ca.Server(t, "redis")
+	cli := ca.Client(t, "delaybridge")
+	return pki{
+		CA:         testpki.WriteCert(t, dir, "ca.crt", ca.DER),
+		ServerCert: testpki.WriteCert(t, dir, "redis.crt", srv.DER),
+		ServerKey:  testpki.WriteKey(t, dir, "redis.key", srv.Key),
+		ClientCert: testpki.WriteCert(t, dir, "client.crt", cli.DER),
+		ClientKey:  testpki.WriteKey(t, dir, "client.key", cli.Key),
 	}
-	return p
-}
-
-// issue makes a key and a certificate for cn signed by parent (self-signed
-// when parent is nil).
-func issue(t *testing.T, cn string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, edit func(*x509.Certificate)) (*ecdsa.PrivateKey, *x509.Certificate, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-	}
-	edit(tmpl)
-	if parent == nil {
-		parent, parentKey = tmpl, key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-	if err != nil {
-		t.Fatalf("certificate for %s: %v", cn, err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key, cert, der
-}
-
-func writePEM(t *testing.T, dir, name, typ string, der []byte) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func writeKey(t *testing.T, dir, name string, key *ecdsa.PrivateKey) string {
-	t.Helper()
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return writePEM(t, dir, name, "PRIVATE KEY", der)
 }
 
 // tlsRedis is a redis-server of the test's own that speaks only TLS and

@@ -2,20 +2,15 @@ package kafka
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
-	"math/big"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/delaybridge/delaybridge/internal/testpki"
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
@@ -70,33 +65,11 @@ func TestTLS(t *testing.T) {
 	}
 }
 
-// selfSigned returns a server TLS config for 127.0.0.1 and a pool trusting it.
+// selfSigned returns a server TLS config for 127.0.0.1 and a pool trusting
+// the CA that signed it.
 func selfSigned(t *testing.T) (*tls.Config, *x509.CertPool) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatalf("generate key: %v", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "kfake"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatalf("create certificate: %v", err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatalf("parse certificate: %v", err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12}, pool
+	ca := testpki.NewCA(t, "delaybridge test CA")
+	srv := ca.Server(t, "kfake")
+	return &tls.Config{Certificates: []tls.Certificate{srv.TLS()}, MinVersion: tls.VersionTLS12}, ca.Pool()
 }
