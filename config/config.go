@@ -51,9 +51,14 @@ type Redis struct {
 	Addrs          []string
 	Cluster        bool
 	SentinelMaster string
-	Username       string
-	Password       string
-	TLS            TLS
+	// SentinelUsername and SentinelPassword authenticate to the sentinels
+	// only (their requirepass or ACL); Username and Password go to the
+	// master they name. Both need SentinelMaster.
+	SentinelUsername string
+	SentinelPassword string
+	Username         string
+	Password         string
+	TLS              TLS
 }
 
 // AMQP is how to reach RabbitMQ.

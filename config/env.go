@@ -12,16 +12,18 @@ import (
 // the two cannot drift. A field tagged secret is redacted in errors and has a
 // _FILE variant (for Kubernetes secrets) that names a file holding the value.
 type env struct {
-	RedisURL            string `envconfig:"REDIS_URL" default:"redis://127.0.0.1:6379/0" secret:"true" desc:"Redis URL (redis:// or rediss://); user and password may be in it"`
-	RedisAddrs          string `envconfig:"REDIS_ADDRS" desc:"comma list of host:port of Redis Cluster nodes (with REDIS_CLUSTER=true) or sentinels (with REDIS_SENTINEL_MASTER); REDIS_URL then only gives database, credentials and TLS"`
-	RedisCluster        string `envconfig:"REDIS_CLUSTER" default:"false" desc:"true: REDIS_ADDRS are Redis Cluster nodes"`
-	RedisSentinelMaster string `envconfig:"REDIS_SENTINEL_MASTER" desc:"Sentinel master name: REDIS_ADDRS are sentinels"`
-	RedisUsername       string `envconfig:"REDIS_USERNAME" desc:"Redis ACL user (overrides the URL's)"`
-	RedisPassword       string `envconfig:"REDIS_PASSWORD" secret:"true" desc:"Redis password (overrides the URL's)"`
-	RedisCAFile         string `envconfig:"REDIS_CA_FILE" desc:"PEM CA bundle to verify Redis's TLS certificate (implies TLS)"`
-	RedisCertFile       string `envconfig:"REDIS_CERT_FILE" desc:"PEM client certificate for Redis TLS (implies TLS; needs REDIS_KEY_FILE)"`
-	RedisKeyFile        string `envconfig:"REDIS_KEY_FILE" desc:"PEM client key for Redis TLS"`
-	RedisTLSInsecure    string `envconfig:"REDIS_TLS_INSECURE" default:"false" desc:"true: skip verifying Redis's certificate (tests only)"`
+	RedisURL              string `envconfig:"REDIS_URL" default:"redis://127.0.0.1:6379/0" secret:"true" desc:"Redis URL (redis:// or rediss://); user and password may be in it"`
+	RedisAddrs            string `envconfig:"REDIS_ADDRS" desc:"comma list of host:port of Redis Cluster nodes (with REDIS_CLUSTER=true) or sentinels (with REDIS_SENTINEL_MASTER); REDIS_URL then only gives database, credentials and TLS"`
+	RedisCluster          string `envconfig:"REDIS_CLUSTER" default:"false" desc:"true: REDIS_ADDRS are Redis Cluster nodes"`
+	RedisSentinelMaster   string `envconfig:"REDIS_SENTINEL_MASTER" desc:"Sentinel master name: REDIS_ADDRS are sentinels"`
+	RedisSentinelUsername string `envconfig:"REDIS_SENTINEL_USERNAME" desc:"ACL user of the sentinels (only with REDIS_SENTINEL_MASTER); the Redis nodes use REDIS_USERNAME or the URL's"`
+	RedisSentinelPassword string `envconfig:"REDIS_SENTINEL_PASSWORD" secret:"true" desc:"password of the sentinels, their requirepass or ACL user's (only with REDIS_SENTINEL_MASTER); the Redis nodes use REDIS_PASSWORD or the URL's"`
+	RedisUsername         string `envconfig:"REDIS_USERNAME" desc:"Redis ACL user (overrides the URL's)"`
+	RedisPassword         string `envconfig:"REDIS_PASSWORD" secret:"true" desc:"Redis password (overrides the URL's)"`
+	RedisCAFile           string `envconfig:"REDIS_CA_FILE" desc:"PEM CA bundle to verify Redis's TLS certificate (implies TLS)"`
+	RedisCertFile         string `envconfig:"REDIS_CERT_FILE" desc:"PEM client certificate for Redis TLS (implies TLS; needs REDIS_KEY_FILE)"`
+	RedisKeyFile          string `envconfig:"REDIS_KEY_FILE" desc:"PEM client key for Redis TLS"`
+	RedisTLSInsecure      string `envconfig:"REDIS_TLS_INSECURE" default:"false" desc:"true: skip verifying Redis's certificate (tests only)"`
 
 	AMQPURL            string `envconfig:"AMQP_URL" default:"amqp://guest:guest@127.0.0.1:5672/" secret:"true" desc:"RabbitMQ URL (amqp:// or amqps://); may be empty when no topic uses amqp"`
 	AMQPCAFile         string `envconfig:"AMQP_CA_FILE" desc:"PEM CA bundle to verify RabbitMQ's TLS certificate (needs an amqps:// URL)"`

@@ -116,12 +116,14 @@ func (p *parser) global(e *env) Config {
 
 func (p *parser) redis(e *env) Redis {
 	r := Redis{
-		URL:            strings.TrimSpace(e.RedisURL),
-		Addrs:          p.list("REDIS_ADDRS", e.RedisAddrs),
-		Cluster:        p.bool("REDIS_CLUSTER", e.RedisCluster),
-		SentinelMaster: strings.TrimSpace(e.RedisSentinelMaster),
-		Username:       e.RedisUsername,
-		Password:       e.RedisPassword,
+		URL:              strings.TrimSpace(e.RedisURL),
+		Addrs:            p.list("REDIS_ADDRS", e.RedisAddrs),
+		Cluster:          p.bool("REDIS_CLUSTER", e.RedisCluster),
+		SentinelMaster:   strings.TrimSpace(e.RedisSentinelMaster),
+		SentinelUsername: e.RedisSentinelUsername,
+		SentinelPassword: e.RedisSentinelPassword,
+		Username:         e.RedisUsername,
+		Password:         e.RedisPassword,
 		TLS: TLS{
 			CAFile:             e.RedisCAFile,
 			CertFile:           e.RedisCertFile,
@@ -154,6 +156,15 @@ func (p *parser) redis(e *env) Redis {
 		p.fail("REDIS_ADDRS", e.RedisAddrs, "is required with Redis Cluster or Sentinel")
 	case !r.Cluster && r.SentinelMaster == "" && len(r.Addrs) > 0:
 		p.fail("REDIS_ADDRS", e.RedisAddrs, "needs "+Prefix+"_REDIS_CLUSTER=true or "+Prefix+"_REDIS_SENTINEL_MASTER; a single Redis is given by "+Prefix+"_REDIS_URL")
+	}
+	// Sentinel credentials anywhere else would be ignored: a password meant
+	// for sentinels must not look accepted while the daemon dials a node.
+	if r.SentinelMaster == "" {
+		for _, f := range [][2]string{{"REDIS_SENTINEL_USERNAME", e.RedisSentinelUsername}, {"REDIS_SENTINEL_PASSWORD", e.RedisSentinelPassword}} {
+			if f[1] != "" {
+				p.fail(f[0], f[1], "applies only to sentinels: set "+Prefix+"_REDIS_SENTINEL_MASTER and "+Prefix+"_REDIS_ADDRS, or unset it")
+			}
+		}
 	}
 	return r
 }

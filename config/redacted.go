@@ -16,16 +16,18 @@ import (
 func (c Config) Redacted() map[string]string {
 	b := func(v bool) string { return strconv.FormatBool(v) }
 	m := map[string]string{
-		"REDIS_URL":             c.Redis.URL,
-		"REDIS_ADDRS":           strings.Join(c.Redis.Addrs, ","),
-		"REDIS_CLUSTER":         b(c.Redis.Cluster),
-		"REDIS_SENTINEL_MASTER": c.Redis.SentinelMaster,
-		"REDIS_USERNAME":        c.Redis.Username,
-		"REDIS_PASSWORD":        c.Redis.Password,
-		"REDIS_CA_FILE":         c.Redis.TLS.CAFile,
-		"REDIS_CERT_FILE":       c.Redis.TLS.CertFile,
-		"REDIS_KEY_FILE":        c.Redis.TLS.KeyFile,
-		"REDIS_TLS_INSECURE":    b(c.Redis.TLS.InsecureSkipVerify),
+		"REDIS_URL":               c.Redis.URL,
+		"REDIS_ADDRS":             strings.Join(c.Redis.Addrs, ","),
+		"REDIS_CLUSTER":           b(c.Redis.Cluster),
+		"REDIS_SENTINEL_MASTER":   c.Redis.SentinelMaster,
+		"REDIS_SENTINEL_USERNAME": c.Redis.SentinelUsername,
+		"REDIS_SENTINEL_PASSWORD": c.Redis.SentinelPassword,
+		"REDIS_USERNAME":          c.Redis.Username,
+		"REDIS_PASSWORD":          c.Redis.Password,
+		"REDIS_CA_FILE":           c.Redis.TLS.CAFile,
+		"REDIS_CERT_FILE":         c.Redis.TLS.CertFile,
+		"REDIS_KEY_FILE":          c.Redis.TLS.KeyFile,
+		"REDIS_TLS_INSECURE":      b(c.Redis.TLS.InsecureSkipVerify),
 
 		"AMQP_URL":              c.AMQP.URL,
 		"AMQP_CA_FILE":          c.AMQP.TLS.CAFile,

@@ -22,7 +22,9 @@ const (
 // Options builds go-redis options: a single Redis from URL, Redis Cluster
 // (Addrs, Cluster) or Sentinel (Addrs, SentinelMaster). The URL always gives
 // the database, credentials, TLS (rediss://) and go-redis's query options;
-// Username and Password, when set, override the URL's.
+// Username and Password, when set, override the URL's. Sentinels
+// authenticate with SentinelUsername and SentinelPassword alone: they are
+// separate servers, often with a password of their own.
 func (r Redis) Options() (*redis.UniversalOptions, error) {
 	u, err := redis.ParseURL(r.URL)
 	if err != nil {
@@ -63,6 +65,8 @@ func (r Redis) Options() (*redis.UniversalOptions, error) {
 	// checks each node's certificate against the host it dialled.
 	var serverName string
 	switch {
+	case r.SentinelMaster == "" && (r.SentinelUsername != "" || r.SentinelPassword != ""):
+		return nil, errors.New("redis: SentinelUsername and SentinelPassword need SentinelMaster")
 	case r.Cluster && r.SentinelMaster != "":
 		return nil, errors.New("redis: Cluster and Sentinel cannot both be set")
 	case r.Cluster:
@@ -82,6 +86,8 @@ func (r Redis) Options() (*redis.UniversalOptions, error) {
 		}
 		o.Addrs = r.Addrs
 		o.MasterName = r.SentinelMaster
+		o.SentinelUsername = r.SentinelUsername
+		o.SentinelPassword = r.SentinelPassword
 	case len(r.Addrs) > 0:
 		return nil, errors.New("redis: Addrs need Cluster or SentinelMaster")
 	default:

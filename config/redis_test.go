@@ -16,6 +16,7 @@ type redisView struct {
 	Addrs                                  []string
 	DB                                     int
 	Username, Password, MasterName         string
+	SentinelUsername, SentinelPassword     string
 	IsClusterMode                          bool
 	DialTimeout, ReadTimeout, WriteTimeout time.Duration
 	PoolSize                               int
@@ -28,6 +29,7 @@ type redisView struct {
 func viewOf(o *redis.UniversalOptions) redisView {
 	v := redisView{
 		Addrs: o.Addrs, DB: o.DB, Username: o.Username, Password: o.Password, MasterName: o.MasterName,
+		SentinelUsername: o.SentinelUsername, SentinelPassword: o.SentinelPassword,
 		IsClusterMode: o.IsClusterMode, DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout,
 		WriteTimeout: o.WriteTimeout, PoolSize: o.PoolSize, TLS: o.TLSConfig != nil,
 	}
@@ -71,6 +73,16 @@ func TestRedisOptions(t *testing.T) {
 		redis: Redis{URL: "redis://:pw@ignored:1/2", Addrs: []string{"s1:26379", "s2:26379"}, SentinelMaster: "mymaster"},
 		want:  timeouts(redisView{Addrs: []string{"s1:26379", "s2:26379"}, DB: 2, Password: "pw", MasterName: "mymaster"}),
 	}, {
+		name: "sentinels with credentials of their own, apart from the master's",
+		redis: Redis{URL: "redis://app:url-pw@ignored:1/0", Addrs: []string{"s1:26379"}, SentinelMaster: "mymaster",
+			SentinelUsername: "sentinel-user", SentinelPassword: "sentinel-pw", Password: "var-pw"},
+		want: timeouts(redisView{Addrs: []string{"s1:26379"}, Username: "app", Password: "var-pw", MasterName: "mymaster",
+			SentinelUsername: "sentinel-user", SentinelPassword: "sentinel-pw"}),
+	}, {
+		name:  "sentinel password alone, master without a password",
+		redis: Redis{URL: "redis://ignored:1/0", Addrs: []string{"s1:26379"}, SentinelMaster: "mymaster", SentinelPassword: "sentinel-pw"},
+		want:  timeouts(redisView{Addrs: []string{"s1:26379"}, MasterName: "mymaster", SentinelPassword: "sentinel-pw"}),
+	}, {
 		name:  "rediss enables TLS for the URL's host",
 		redis: Redis{URL: "rediss://redis.test:6380/0"},
 		want:  timeouts(redisView{Addrs: []string{"redis.test:6380"}, TLS: true, ServerName: "redis.test"}),
@@ -109,6 +121,8 @@ func TestRedisOptionsErrors(t *testing.T) {
 		{"bad URL, password hidden", Redis{URL: "redis://u:Sup3rSecret@h:x/0"}, "xxxxx"},
 		{"cluster with a database", Redis{URL: "redis://h/1", Addrs: []string{"a:1"}, Cluster: true}, "only database 0"},
 		{"addresses without a mode", Redis{URL: "redis://h/0", Addrs: []string{"a:1"}}, "Cluster or SentinelMaster"},
+		{"sentinel password without sentinel, password hidden", Redis{URL: "redis://h/0", SentinelPassword: "Sup3rSecret"}, "need SentinelMaster"},
+		{"sentinel user on a cluster", Redis{URL: "redis://h/0", Addrs: []string{"a:1"}, Cluster: true, SentinelUsername: "u"}, "need SentinelMaster"},
 		{"unreadable CA", Redis{URL: "rediss://h/0", TLS: TLS{CAFile: "/nonexistent/ca.pem"}}, "/nonexistent/ca.pem"},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -31,6 +32,8 @@ func TestErrorsNeverShowSecrets(t *testing.T) {
 		{"AMQP URL with a wrong scheme", map[string]string{"AMQP_URL": "http://guest:Sup3rSecret@rabbit:5672/"}, []string{"Sup3rSecret"}, "AMQP_URL"},
 		{"AMQP URL not a URL", map[string]string{"AMQP_URL": "Sup3rSecret"}, []string{"Sup3rSecret"}, "AMQP_URL"},
 		{"redis password beside other problems", map[string]string{"REDIS_PASSWORD": "Sup3rSecret", "REDIS_URL": "redis://h:1/0?x=1", "BATCH_SIZE": "x"}, []string{"Sup3rSecret"}, "REDIS_URL"},
+		{"sentinel password without a master", map[string]string{"REDIS_SENTINEL_PASSWORD": "Sup3rSecret"}, []string{"Sup3rSecret"}, "REDIS_SENTINEL_PASSWORD"},
+		{"sentinel password from a file without a master", map[string]string{"REDIS_SENTINEL_PASSWORD_FILE": writeFile(t, dir, "sentinel", "Sup3rSecret\n")}, []string{"Sup3rSecret"}, "REDIS_SENTINEL_PASSWORD_FILE"},
 		{"SASL password with a bad mechanism", map[string]string{"KAFKA_SASL_PASSWORD": "Sup3rSecret", "KAFKA_SASL_MECHANISM": "bogus"}, []string{"Sup3rSecret"}, "KAFKA_SASL_MECHANISM"},
 		{"bad URL read from a file", map[string]string{"AMQP_URL_FILE": writeFile(t, dir, "amqp", "http://u:Sup3rSecret@rabbit/\n")}, []string{"Sup3rSecret"}, "AMQP_URL_FILE"},
 	}
@@ -60,19 +63,24 @@ func TestErrorsNeverShowSecrets(t *testing.T) {
 
 func TestSecretsReadFromFiles(t *testing.T) {
 	dir := t.TempDir()
+	sentinel := map[string]string{"REDIS_ADDRS": "s1:26379", "REDIS_SENTINEL_MASTER": "mymaster"}
 	tests := []struct {
 		name    string
 		content string
 		get     func(Config) string
+		vars    map[string]string // besides TOPICS and the file
 	}{
-		{"AMQP_URL", "amqp://u:from-file@rabbit:5672/\n", func(c Config) string { return c.AMQP.URL }},
-		{"REDIS_PASSWORD", "from-file\r\n", func(c Config) string { return c.Redis.Password }},
-		{"KAFKA_SASL_PASSWORD", "from file, spaces kept ", func(c Config) string { return c.Kafka.SASLPassword }},
-		{"REDIS_URL", "redis://:from-file@redis:6379/1", func(c Config) string { return c.Redis.URL }},
+		{"AMQP_URL", "amqp://u:from-file@rabbit:5672/\n", func(c Config) string { return c.AMQP.URL }, nil},
+		{"REDIS_PASSWORD", "from-file\r\n", func(c Config) string { return c.Redis.Password }, nil},
+		{"KAFKA_SASL_PASSWORD", "from file, spaces kept ", func(c Config) string { return c.Kafka.SASLPassword }, nil},
+		{"REDIS_URL", "redis://:from-file@redis:6379/1", func(c Config) string { return c.Redis.URL }, nil},
+		{"REDIS_SENTINEL_PASSWORD", "from-file\n", func(c Config) string { return c.Redis.SentinelPassword }, sentinel},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			setEnv(t, map[string]string{"TOPICS": "orders", tt.name + "_FILE": writeFile(t, dir, tt.name, tt.content)})
+			vars := map[string]string{"TOPICS": "orders", tt.name + "_FILE": writeFile(t, dir, tt.name, tt.content)}
+			maps.Copy(vars, tt.vars)
+			setEnv(t, vars)
 			c, err := Load()
 			if err != nil {
 				t.Fatalf("Load: %v", err)
@@ -116,15 +124,19 @@ func TestSecretFileProblemsNameTheFileVariable(t *testing.T) {
 }
 
 func TestRedactedNeverShowsSecrets(t *testing.T) {
-	secrets := []string{"redis-url-pw", "redis-pw", "amqp-url-pw", "sasl-pw"}
+	secrets := []string{"redis-url-pw", "redis-pw", "sentinel-pw", "amqp-url-pw", "sasl-pw"}
 	setEnv(t, map[string]string{
-		"TOPICS":               "orders,order-events",
-		"REDIS_URL":            "redis://app:redis-url-pw@redis:6379/0",
-		"REDIS_PASSWORD":       "redis-pw",
-		"AMQP_URL":             "amqp://app:amqp-url-pw@rabbit:5672/",
-		"KAFKA_SASL_MECHANISM": "plain",
-		"KAFKA_SASL_USERNAME":  "app",
-		"KAFKA_SASL_PASSWORD":  "sasl-pw",
+		"TOPICS":                  "orders,order-events",
+		"REDIS_URL":               "redis://app:redis-url-pw@redis:6379/0",
+		"REDIS_PASSWORD":          "redis-pw",
+		"REDIS_ADDRS":             "s1:26379",
+		"REDIS_SENTINEL_MASTER":   "mymaster",
+		"REDIS_SENTINEL_USERNAME": "sentinel-user",
+		"REDIS_SENTINEL_PASSWORD": "sentinel-pw",
+		"AMQP_URL":                "amqp://app:amqp-url-pw@rabbit:5672/",
+		"KAFKA_SASL_MECHANISM":    "plain",
+		"KAFKA_SASL_USERNAME":     "app",
+		"KAFKA_SASL_PASSWORD":     "sasl-pw",
 	})
 	c, err := Load()
 	if err != nil {
@@ -151,6 +163,8 @@ func TestRedactedNeverShowsSecrets(t *testing.T) {
 	for k, want := range map[string]string{
 		"REDIS_URL":                "redis://app:xxxxx@redis:6379/0",
 		"REDIS_PASSWORD":           "xxxxx",
+		"REDIS_SENTINEL_PASSWORD":  "xxxxx",
+		"REDIS_SENTINEL_USERNAME":  "sentinel-user",
 		"KAFKA_SASL_PASSWORD":      "xxxxx",
 		"AMQP_URL":                 "amqp://app:xxxxx@rabbit:5672/",
 		"BATCH_SIZE":               "500",

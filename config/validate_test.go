@@ -20,6 +20,9 @@ func TestLoadRejects(t *testing.T) {
 	}{
 		{"redis addrs without a mode", map[string]string{"REDIS_ADDRS": "a:1,b:2"}, []string{"REDIS_ADDRS"}, "REDIS_CLUSTER=true or"},
 		{"cluster and sentinel", map[string]string{"REDIS_ADDRS": "a:1", "REDIS_CLUSTER": "true", "REDIS_SENTINEL_MASTER": "m"}, []string{"REDIS_CLUSTER"}, "cannot be true together"},
+		{"sentinel user without a master", map[string]string{"REDIS_SENTINEL_USERNAME": "sentinel-user"}, []string{"REDIS_SENTINEL_USERNAME"}, "REDIS_SENTINEL_MASTER"},
+		{"sentinel password without a master", map[string]string{"REDIS_SENTINEL_PASSWORD": "pw"}, []string{"REDIS_SENTINEL_PASSWORD"}, "applies only to sentinels"},
+		{"sentinel credentials on a cluster", map[string]string{"REDIS_ADDRS": "a:1", "REDIS_CLUSTER": "true", "REDIS_SENTINEL_USERNAME": "u", "REDIS_SENTINEL_PASSWORD": "pw"}, []string{"REDIS_SENTINEL_PASSWORD", "REDIS_SENTINEL_USERNAME"}, "applies only to sentinels"},
 		{"cluster without addrs", map[string]string{"REDIS_CLUSTER": "true"}, []string{"REDIS_ADDRS"}, "is required"},
 		{"cluster with a database", map[string]string{"REDIS_ADDRS": "a:1", "REDIS_CLUSTER": "true", "REDIS_URL": "redis://a:1/3"}, []string{"REDIS_URL"}, "only database 0"},
 		{"redis addr without port", map[string]string{"REDIS_ADDRS": "a", "REDIS_CLUSTER": "true"}, []string{"REDIS_ADDRS"}, "not host:port"},
