@@ -48,6 +48,14 @@ func New(ctx context.Context, target string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen for proxy to %s: %w", target, err)
 	}
+	return Serve(ctx, ln, target), nil
+}
+
+// Serve forwards every connection ln accepts to target, as New does; the
+// proxy owns ln and closes it when it stops. A listener of the test's own
+// (one that completes a TLS handshake in Accept, say) puts a server in
+// front of target.
+func Serve(ctx context.Context, ln net.Listener, target string) *Proxy {
 	pctx, cancel := context.WithCancel(ctx)
 	p := &Proxy{
 		target:  target,
@@ -65,7 +73,7 @@ func New(ctx context.Context, target string) (*Proxy, error) {
 		_ = ln.Close()
 		p.closeAll(false)
 	}()
-	return p, nil
+	return p
 }
 
 // Addr is the host:port clients dial.

@@ -6,8 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -21,6 +19,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/delaybridge/delaybridge/config"
+	"github.com/delaybridge/delaybridge/internal/faultproxy"
 	"github.com/delaybridge/delaybridge/internal/testpki"
 	"github.com/delaybridge/delaybridge/sinks"
 	"github.com/delaybridge/delaybridge/sinks/sinktest"
@@ -50,9 +49,9 @@ func TestTLSSinkWithClientCertificateDeliversEveryMessage(t *testing.T) {
 	}
 	sinktest.CheckReceived(t, msgs, c.read(t, len(msgs), 30*time.Second))
 
-	verified, forwarded, refused := term.stats()
-	if verified < 1 || forwarded != verified || len(refused) != 0 {
-		t.Fatalf("terminator: %d verified client certificates, %d forwarded, refused %v; want the sink's connection verified and forwarded, none refused", verified, forwarded, refused)
+	verified, refused := term.stats()
+	if verified < 1 || len(refused) != 0 {
+		t.Fatalf("terminator: %d verified client certificates, refused %v; want the sink's connection verified, none refused", verified, refused)
 	}
 }
 
@@ -106,9 +105,9 @@ func TestTLSCertificateProblemsLeaveTheSinkNotConnected(t *testing.T) {
 			}
 			c.quiet(t, 300*time.Millisecond)
 
-			verified, forwarded, refused := term.stats()
-			if verified != 0 || forwarded != 0 {
-				t.Errorf("terminator verified %d and forwarded %d connections, want none", verified, forwarded)
+			verified, refused := term.stats()
+			if verified != 0 {
+				t.Errorf("terminator verified and forwarded %d connections, want none", verified)
 			}
 			if len(refused) == 0 || !strings.Contains(refused[0].Error(), tt.wantTerm) {
 				t.Errorf("terminator refused %v, want a handshake failing with %q", refused, tt.wantTerm)
@@ -221,39 +220,29 @@ func newTestPKI(t *testing.T) testPKI {
 
 // tlsTerminator accepts TLS on loopback with the test PKI's server
 // certificate, requires and verifies a client certificate signed by its CA,
-// and forwards each verified connection to the broker. Its goroutines end at
-// the test's cleanup.
+// and forwards each verified connection to the broker (a faultproxy serving
+// a listener that completes the handshake in Accept). It stops at the
+// test's cleanup.
 type tlsTerminator struct {
-	ln      net.Listener
-	backend string
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-
-	mu        sync.Mutex
-	closed    bool
-	conns     map[net.Conn]struct{}
-	verified  int     // handshakes with a client certificate the CA signed
-	forwarded int     // connections forwarded to the broker
-	refused   []error // failed handshakes, as the server saw them
+	*handshakes
+	proxy *faultproxy.Proxy
 }
 
 func startTLSTerminator(t *testing.T, p testPKI) *tlsTerminator {
 	t.Helper()
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen for TLS: %v", err)
+	}
+	hs := &handshakes{Listener: ln, config: &tls.Config{
 		Certificates: []tls.Certificate{p.server},
 		ClientCAs:    p.caPool,
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		MinVersion:   tls.VersionTLS12,
-	})
-	if err != nil {
-		t.Fatalf("listen for TLS: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	term := &tlsTerminator{ln: ln, backend: brokerAddr(t), ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}}
-	term.wg.Go(term.accept)
-	t.Cleanup(term.close)
-	return term
+	}}
+	proxy := faultproxy.Serve(context.Background(), hs, brokerAddr(t))
+	t.Cleanup(func() { _ = proxy.Close() })
+	return &tlsTerminator{handshakes: hs, proxy: proxy}
 }
 
 // url is the test broker's URL with the terminator's address and the amqps
@@ -264,7 +253,7 @@ func (term *tlsTerminator) url(t *testing.T, password string) string {
 	if err != nil {
 		t.Fatalf("parse DELAYBRIDGE_TEST_AMQP_URL: %v", err)
 	}
-	host, port, _ := net.SplitHostPort(term.ln.Addr().String())
+	host, port, _ := net.SplitHostPort(term.proxy.Addr())
 	uri.Scheme, uri.Host = "amqps", host
 	uri.Port, _ = strconv.Atoi(port)
 	if password != "" {
@@ -273,104 +262,44 @@ func (term *tlsTerminator) url(t *testing.T, password string) string {
 	return uri.String()
 }
 
-// stats is what the terminator saw so far.
-func (term *tlsTerminator) stats() (verified, forwarded int, refused []error) {
-	term.mu.Lock()
-	defer term.mu.Unlock()
-	return term.verified, term.forwarded, append([]error(nil), term.refused...)
+// handshakes is a listener whose Accept returns only connections that
+// completed a TLS handshake with config, and records every handshake.
+type handshakes struct {
+	net.Listener
+	config *tls.Config
+
+	mu       sync.Mutex
+	verified int     // handshakes with a client certificate the CA signed
+	refused  []error // failed handshakes, as the server saw them
 }
 
-// close stops accepting, closes every connection and waits for every
-// goroutine of the terminator.
-func (term *tlsTerminator) close() {
-	term.cancel()
-	_ = term.ln.Close()
-	term.mu.Lock()
-	term.closed = true
-	for c := range term.conns {
-		_ = c.Close()
-	}
-	term.mu.Unlock()
-	term.wg.Wait()
-}
-
-// track registers c to be closed at close; it reports false, having closed
-// c, when the terminator is already closed.
-func (term *tlsTerminator) track(c net.Conn) bool {
-	term.mu.Lock()
-	defer term.mu.Unlock()
-	if term.closed {
-		_ = c.Close()
-		return false
-	}
-	term.conns[c] = struct{}{}
-	return true
-}
-
-func (term *tlsTerminator) untrack(c net.Conn) {
-	term.mu.Lock()
-	defer term.mu.Unlock()
-	delete(term.conns, c)
-	_ = c.Close()
-}
-
-func (term *tlsTerminator) accept() {
+func (h *handshakes) Accept() (net.Conn, error) {
 	for {
-		c, err := term.ln.Accept()
+		c, err := h.Listener.Accept()
 		if err != nil {
-			return // closed
+			return nil, err
 		}
-		if !term.track(c) {
-			return
+		tc := tls.Server(c, h.config)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = tc.HandshakeContext(ctx)
+		cancel()
+		h.mu.Lock()
+		if err != nil {
+			h.refused = append(h.refused, err)
+		} else {
+			h.verified++ // RequireAndVerifyClientCert: a handshake is a verified client
 		}
-		term.wg.Go(func() { term.serve(c.(*tls.Conn)) })
+		h.mu.Unlock()
+		if err == nil {
+			return tc, nil
+		}
+		_ = c.Close()
 	}
 }
 
-// serve completes the handshake of c, the client certificate verified, and
-// copies bytes both ways between c and a new broker connection until either
-// side closes.
-func (term *tlsTerminator) serve(c *tls.Conn) {
-	defer term.untrack(c)
-	ctx, cancel := context.WithTimeout(term.ctx, 10*time.Second)
-	defer cancel()
-	if err := c.HandshakeContext(ctx); err != nil {
-		term.mu.Lock()
-		term.refused = append(term.refused, err)
-		term.mu.Unlock()
-		return
-	}
-	if len(c.ConnectionState().VerifiedChains) == 0 {
-		term.mu.Lock()
-		term.refused = append(term.refused, errors.New("handshake without a verified client certificate"))
-		term.mu.Unlock()
-		return
-	}
-	term.mu.Lock()
-	term.verified++
-	term.mu.Unlock()
-	var dialer net.Dialer
-	b, err := dialer.DialContext(ctx, "tcp", term.backend)
-	if err != nil {
-		term.mu.Lock()
-		term.refused = append(term.refused, fmt.Errorf("dial broker %s: %w", term.backend, err))
-		term.mu.Unlock()
-		return
-	}
-	if !term.track(b) {
-		return
-	}
-	defer term.untrack(b)
-	term.mu.Lock()
-	term.forwarded++
-	term.mu.Unlock()
-
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		_, _ = io.Copy(b, c)
-		_ = b.Close() // unblocks the copy below
-	})
-	_, _ = io.Copy(c, b)
-	_ = c.Close() // unblocks the copy above
-	wg.Wait()
+// stats is what the terminator saw so far.
+func (h *handshakes) stats() (verified int, refused []error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.verified, append([]error(nil), h.refused...)
 }
