@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"hash/crc32"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/delaybridge/delaybridge/internal/e2etest"
 	"github.com/delaybridge/delaybridge/internal/faultproxy"
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // brokerStall is a broker that accepts and never confirms for a while.
@@ -107,7 +107,7 @@ func (c brokerStall) run(t *testing.T, r *row) {
 		t.Errorf("no message was due %s after the stall ended: the plan is too short", recoverAfter)
 	} else if worstAfter > recovered {
 		t.Errorf("lateness did not recover: a message due %s after the stall ended arrived %s late (want ≤ %s)", recoverAfter, worstAfter, recovered)
-		logLate(t, plan, c.deliveries(), restored, recoverAfter)
+		logLate(t, plan, c.deliveries(), restored)
 	}
 	if o.Duplicates > c.dupBound {
 		t.Errorf("%d duplicates, more than %d", o.Duplicates, c.dupBound)
@@ -134,7 +134,7 @@ func TestKafkaStalled10sHoldsBackAndRecovers(t *testing.T) {
 // logLate shows the latest deliveries of the messages due recoverAfter
 // after restored: which slot, which attempt, how late, so a failure tells
 // a slow harness from a stuck pipeline.
-func logLate(t *testing.T, plan *e2etest.Plan, got []e2etest.Delivery, restored time.Time, recoverAfter time.Duration) {
+func logLate(t *testing.T, plan *e2etest.Plan, got []e2etest.Delivery, restored time.Time) {
 	t.Helper()
 	type late struct {
 		n        int
@@ -151,8 +151,8 @@ func logLate(t *testing.T, plan *e2etest.Plan, got []e2etest.Delivery, restored 
 	}
 	slices.SortFunc(worst, func(a, b late) int { return cmp.Compare(b.lateness, a.lateness) })
 	for _, l := range worst[:min(len(worst), 10)] {
-		t.Logf("message %d: slot %d, due restore+%s, published %s late, attempt %d",
-			l.n, crc32.ChecksumIEEE([]byte(e2etest.RawMember(l.n)))&(defaultSlots-1),
+		t.Logf("message %d: slot %d, due restore+%s, arrived %s late, attempt %d",
+			l.n, queue.Slot([]byte(e2etest.RawMember(l.n)), defaultSlots),
 			ms(plan.Due[l.n].Sub(restored)), ms(l.lateness), l.d.Attempt)
 	}
 }
