@@ -1,21 +1,15 @@
 package chaos
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delaybridge/delaybridge/internal/e2etest"
 	"github.com/delaybridge/delaybridge/internal/testpki"
 )
 
@@ -56,109 +50,39 @@ const adminPassword = "admin-Kx81"
 // user is switched off, so every client must log in.
 func startTLSRedis(t *testing.T, p pki) *tlsRedis {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatalf("redis-server (with TLS support) is required for this test: %v", err)
-	}
-	var lastErr error
-	for range 5 {
-		port, err := freePort()
-		if err != nil {
-			t.Fatalf("free port: %v", err)
+	r := &tlsRedis{pki: p}
+	srv := e2etest.StartRedisServer(t, "redis", redis.Options{TLSConfig: r.clientTLS(t)}, func(port int, dir string) []string {
+		return []string{
+			"--port", "0",
+			"--bind", "127.0.0.1",
+			"--tls-port", strconv.Itoa(port),
+			"--tls-cert-file", p.ServerCert,
+			"--tls-key-file", p.ServerKey,
+			"--tls-ca-cert-file", p.CA,
+			"--tls-auth-clients", "yes",
+			"--save", "",
+			"--appendonly", "no",
+			"--dir", dir,
 		}
-		r, err := runTLSRedis(t, p, port)
-		if err == nil {
-			return r
-		}
-		lastErr = err // most likely the port was taken meanwhile
-	}
-	t.Fatalf("start redis-server with TLS: %v", lastErr)
-	return nil
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-func runTLSRedis(t *testing.T, p pki, port int) (*tlsRedis, error) {
-	dir := t.TempDir()
-	logFile := filepath.Join(dir, "redis.log")
-	cmd := exec.Command("redis-server",
-		"--port", "0",
-		"--bind", "127.0.0.1",
-		"--tls-port", strconv.Itoa(port),
-		"--tls-cert-file", p.ServerCert,
-		"--tls-key-file", p.ServerKey,
-		"--tls-ca-cert-file", p.CA,
-		"--tls-auth-clients", "yes",
-		"--save", "",
-		"--appendonly", "no",
-		"--dir", dir,
-		"--logfile", logFile,
-	)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start redis-server: %w", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopServer := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}
-
-	r := &tlsRedis{Addr: fmt.Sprintf("127.0.0.1:%d", port), pki: p}
-	admin := redis.NewClient(&redis.Options{Addr: r.Addr, TLSConfig: r.clientTLS(t), MaxRetries: -1})
-	ctx := context.Background()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := admin.Ping(ctx).Err()
-		if err == nil {
-			break
-		}
-		select {
-		case werr := <-exited:
-			admin.Close()
-			log, _ := os.ReadFile(logFile)
-			return nil, fmt.Errorf("redis-server exited (%v): %s", werr, log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			admin.Close()
-			stopServer()
-			return nil, fmt.Errorf("redis-server with TLS on %s does not answer: %w", r.Addr, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	})
+	r.Addr = srv.Addr
+	ctx := t.Context()
+	admin := redis.NewClient(&redis.Options{Addr: r.Addr, TLSConfig: r.clientTLS(t)})
+	defer admin.Close()
 	for _, args := range [][]any{
 		{"ACL", "SETUSER", "admin", "on", ">" + adminPassword, "~*", "&*", "+@all"},
 		{"ACL", "SETUSER", "default", "off"},
 	} {
 		if err := admin.Do(ctx, args...).Err(); err != nil {
-			admin.Close()
-			stopServer()
-			return nil, fmt.Errorf("%v: %w", args[:3], err)
+			t.Fatalf("%v: %v", args[:3], err)
 		}
 	}
-	admin.Close()
 	r.Admin = redis.NewClient(&redis.Options{Addr: r.Addr, TLSConfig: r.clientTLS(t), Username: "admin", Password: adminPassword})
+	t.Cleanup(func() { _ = r.Admin.Close() })
 	if err := r.Admin.Ping(ctx).Err(); err != nil {
-		stopServer()
-		return nil, fmt.Errorf("log in as admin: %w", err)
+		t.Fatalf("log in as admin: %v", err)
 	}
-	t.Cleanup(func() {
-		r.Admin.Close()
-		stopServer()
-	})
-	return r, nil
+	return r
 }
 
 // clientTLS trusts the test CA and presents the client certificate.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -30,18 +29,9 @@ const (
 	sentinelLease    = 3 * time.Second
 )
 
-// redisProc is a redis-server (or sentinel) of the test's own on a free
-// loopback port, killed when the test ends.
-type redisProc struct {
-	Addr    string
-	logFile string
-	cmd     *exec.Cmd
-	exited  chan error
-}
-
 // sentinelSet is a master, its replica and one sentinel monitoring them.
 type sentinelSet struct {
-	master, replica, sentinel *redisProc
+	master, replica, sentinel *e2etest.RedisServer
 	// sc talks to the sentinel, logged in with its password.
 	sc *redis.SentinelClient
 }
@@ -53,19 +43,16 @@ type sentinelSet struct {
 // skips would let Sentinel support break unseen.
 func startSentinelSet(t *testing.T) *sentinelSet {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatalf("redis-server (7.0 or later, with --sentinel) is required for the Sentinel test: %v", err)
-	}
 	ctx := t.Context()
 	// No diskless-sync delay: the replica is in sync at once, not after 5 s.
 	node := []string{"--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0"}
 	s := &sentinelSet{}
-	s.master = startRedisProc(t, "master", "", func(port int, dir string) ([]string, error) {
-		return append([]string{"--port", strconv.Itoa(port), "--dir", dir}, node...), nil
+	s.master = e2etest.StartRedisServer(t, "master", redis.Options{}, func(port int, dir string) []string {
+		return append([]string{"--port", strconv.Itoa(port), "--dir", dir}, node...)
 	})
 	_, masterPort, _ := net.SplitHostPort(s.master.Addr)
-	s.replica = startRedisProc(t, "replica", "", func(port int, dir string) ([]string, error) {
-		return append([]string{"--port", strconv.Itoa(port), "--dir", dir, "--replicaof", "127.0.0.1", masterPort}, node...), nil
+	s.replica = e2etest.StartRedisServer(t, "replica", redis.Options{}, func(port int, dir string) []string {
+		return append([]string{"--port", strconv.Itoa(port), "--dir", dir, "--replicaof", "127.0.0.1", masterPort}, node...)
 	})
 	// In sync before the sentinel starts: it discovers replicas from the
 	// master's INFO, which it reads at once and then only every 10 s.
@@ -74,7 +61,7 @@ func startSentinelSet(t *testing.T) *sentinelSet {
 	// One sentinel, quorum 1. With requirepass it also demands a password
 	// from other sentinels (and would send its own to them); the nodes have
 	// none, so no `sentinel auth-pass` is needed.
-	s.sentinel = startRedisProc(t, "sentinel", sentinelPassword, func(port int, dir string) ([]string, error) {
+	s.sentinel = e2etest.StartRedisServer(t, "sentinel", redis.Options{Password: sentinelPassword}, func(port int, dir string) []string {
 		conf := filepath.Join(dir, "sentinel.conf") // sentinel rewrites it: a file of its own
 		text := strings.Join([]string{
 			"port " + strconv.Itoa(port),
@@ -86,9 +73,9 @@ func startSentinelSet(t *testing.T) *sentinelSet {
 			"sentinel failover-timeout " + sentinelMaster + " 5000",
 		}, "\n") + "\n"
 		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			return nil, fmt.Errorf("write %s: %w", conf, err)
+			t.Fatalf("write %s: %v", conf, err)
 		}
-		return []string{conf, "--sentinel"}, nil
+		return []string{conf, "--sentinel"}
 	})
 	s.sc = redis.NewSentinelClient(&redis.Options{Addr: s.sentinel.Addr, Password: sentinelPassword})
 	t.Cleanup(func() { _ = s.sc.Close() })
@@ -147,85 +134,8 @@ func (s *sentinelSet) client(t *testing.T) *redis.Client {
 	return rdb
 }
 
-// startRedisProc runs redis-server with the arguments args gives for a free
-// port and a directory of its own, and waits until it answers PING (with
-// password, when set). A port taken meanwhile makes it try another. The
-// process is killed at cleanup; when the test failed, its log is shown.
-func startRedisProc(t *testing.T, what, password string, args func(port int, dir string) ([]string, error)) *redisProc {
-	t.Helper()
-	var lastErr error
-	for range 5 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("free port: %v", err)
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		_ = ln.Close()
-		dir := t.TempDir()
-		a, err := args(port, dir)
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		p := &redisProc{Addr: fmt.Sprintf("127.0.0.1:%d", port), logFile: filepath.Join(dir, what+".log"), exited: make(chan error, 1)}
-		if lastErr = p.run(t.Context(), a, password); lastErr == nil {
-			t.Cleanup(func() {
-				p.kill()
-				if t.Failed() {
-					b, _ := os.ReadFile(p.logFile)
-					t.Logf("%s %s log:\n%s", what, p.Addr, tail(string(b), 6000))
-				}
-			})
-			return p
-		}
-	}
-	t.Fatalf("start %s: %v", what, lastErr)
-	return nil
-}
-
-func (p *redisProc) run(ctx context.Context, args []string, password string) error {
-	out, err := os.Create(p.logFile)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", p.logFile, err)
-	}
-	defer out.Close() // the child has its own descriptor
-	p.cmd = exec.Command("redis-server", args...)
-	p.cmd.Stdout, p.cmd.Stderr = out, out
-	if err := p.cmd.Start(); err != nil {
-		return fmt.Errorf("start redis-server %v: %w", args, err)
-	}
-	go func() { p.exited <- p.cmd.Wait() }()
-	c := redis.NewClient(&redis.Options{Addr: p.Addr, Password: password, MaxRetries: -1})
-	defer c.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := c.Ping(ctx).Err()
-		if err == nil {
-			return nil
-		}
-		select {
-		case werr := <-p.exited:
-			p.exited <- werr // for kill
-			b, _ := os.ReadFile(p.logFile)
-			return fmt.Errorf("redis-server %v exited (%v): %s", args, werr, tail(string(b), 2000))
-		default:
-		}
-		if time.Now().After(deadline) {
-			p.kill()
-			return fmt.Errorf("redis-server on %s does not answer: %w", p.Addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// kill ends the process at once: its data is the test's alone.
-func (p *redisProc) kill() {
-	_ = p.cmd.Process.Kill()
-	werr := <-p.exited
-	p.exited <- werr
-}
-
 // waitInfo waits until INFO section of p holds line.
-func waitInfo(t *testing.T, p *redisProc, section, line string, within time.Duration) {
+func waitInfo(t *testing.T, p *e2etest.RedisServer, section, line string, within time.Duration) {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: p.Addr})
 	defer c.Close()
@@ -233,13 +143,6 @@ func waitInfo(t *testing.T, p *redisProc, section, line string, within time.Dura
 		info, err := c.Info(t.Context(), section).Result()
 		return err == nil && strings.Contains(info, line+"\r\n")
 	})
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "…" + s[len(s)-n:]
-	}
-	return s
 }
 
 // TestSentinelFailoverMidStreamLosesNothing runs the daemon against a
