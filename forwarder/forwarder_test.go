@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/sinks"
 )
@@ -217,10 +219,38 @@ func TestWakeUpDeliversEarlierMessageBeforePollInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	score, _ := queue.Score(due)
-	if err := q.Client().Publish(ctx, WakeChannel(prefix), fmt.Sprintf("t\n0\n%.0f", score)).Err(); err != nil {
+	if err := q.Client().Publish(ctx, queue.WakeChannel(prefix), fmt.Sprintf("t\n0\n%.0f", score)).Err(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "woken and published", func() bool { return len(sink.published()) == 1 })
+}
+
+// TestWakeUpWithoutAUsableScoreStillWakesItsSlot: a producer of its own
+// that writes ZADD and publishes a wake-up whose score does not read still
+// gets its slot looked at once, not after the poll interval.
+func TestWakeUpWithoutAUsableScoreStillWakesItsSlot(t *testing.T) {
+	t.Parallel()
+	for _, payload := range []string{"t\n0\nsoon", "t\n0\nNaN", "t\n0"} {
+		t.Run(payload, func(t *testing.T) {
+			t.Parallel()
+			q, prefix := testRedis(t)
+			sink := newRecordSink()
+			topic := queue.Topic{Name: "t", Prefix: prefix}
+			start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, AllSlots: true, PollInterval: time.Hour})
+			time.Sleep(300 * time.Millisecond) // the scanner is asleep for an hour now
+			ctx := context.Background()
+			// A plain ZADD, as a producer without the Go API writes it: no
+			// wake-up of its own.
+			score, _ := queue.Score(time.Now())
+			if err := q.Client().ZAdd(ctx, topic.Keys(0).Scheduled, redis.Z{Score: score, Member: "now"}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := q.Client().Publish(ctx, queue.WakeChannel(prefix), payload).Err(); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, 10*time.Second, "woken and published", func() bool { return len(sink.published()) == 1 })
+		})
+	}
 }
 
 func TestOwnershipSharesSlotsFairlyAndMovesOnlyANewReplicasShare(t *testing.T) {

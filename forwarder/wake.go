@@ -2,12 +2,13 @@ package forwarder
 
 import (
 	"context"
+	"errors"
 	"math"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // alarm wakes one scanner for a message due before the time it planned to
@@ -97,11 +98,6 @@ func (w *wakeups) wake(k slotKey, score float64) {
 	}
 }
 
-// WakeChannel is the Redis Pub/Sub channel producers publish to after
-// scheduling, with payload "<topic>\n<slot>\n<score>", so a sleeping scanner
-// wakes for a message due before the one it sleeps for.
-func WakeChannel(prefix string) string { return prefix + ":wake" }
-
 // listenWake subscribes to the wake channel and nudges the scanners, until
 // ctx ends. A lost subscription only costs precision: scanners still wake at
 // their next due score or poll interval.
@@ -111,7 +107,7 @@ func (f *Forwarder) listenWake(ctx context.Context) {
 		index[t.Name] = i
 	}
 	for ctx.Err() == nil {
-		ps := f.q.Client().Subscribe(ctx, WakeChannel(f.opt.KeyPrefix))
+		ps := f.q.Client().Subscribe(ctx, queue.WakeChannel(f.opt.KeyPrefix))
 		ch := ps.Channel()
 	recv:
 		for {
@@ -122,18 +118,15 @@ func (f *Forwarder) listenWake(ctx context.Context) {
 				if !ok {
 					break recv
 				}
-				topic, rest, _ := strings.Cut(msg.Payload, "\n")
-				slotText, scoreText, _ := strings.Cut(rest, "\n")
-				ti, known := index[topic]
-				slot, err := strconv.Atoi(slotText)
-				if !known || err != nil {
+				// A payload whose score is unusable still names its slot
+				// (Score -Inf): look at once.
+				w, err := queue.ParseWake(msg.Payload)
+				if err != nil && !errors.Is(err, queue.ErrWakeScore) {
 					continue
 				}
-				score, err := strconv.ParseFloat(scoreText, 64)
-				if err != nil || math.IsNaN(score) {
-					score = math.Inf(-1) // unknown: look at once
+				if ti, known := index[w.Topic]; known {
+					f.wakes.wake(slotKey{ti, w.Slot}, w.Score)
 				}
-				f.wakes.wake(slotKey{ti, slot}, score)
 			}
 		}
 		ps.Close()

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -32,24 +33,34 @@ func (w Wake) Payload() string {
 	return w.Topic + "\n" + strconv.Itoa(w.Slot) + "\n" + strconv.FormatFloat(w.Score, 'f', -1, 64)
 }
 
-// ParseWake reads a payload published on WakeChannel.
+// ErrWakeScore is wrapped by ParseWake's error when a payload names a topic
+// and slot but no score that reads as one (missing, not a number, NaN).
+var ErrWakeScore = errors.New("wake-up without a usable score")
+
+// ParseWake reads a payload published on WakeChannel. When only the score
+// is unusable the error wraps ErrWakeScore and the Wake still names the
+// slot, with Score -Inf: a scanner may look at once (a wake-up is a hint;
+// looking early never delivers early).
 func ParseWake(payload string) (Wake, error) {
-	parts := strings.Split(payload, "\n")
-	if len(parts) != 3 || parts[0] == "" {
+	topic, rest, ok := strings.Cut(payload, "\n")
+	if topic == "" || !ok {
 		return Wake{}, fmt.Errorf("parse wake-up %q: want <topic>\\n<slot>\\n<score>", payload)
 	}
-	slot, err := strconv.Atoi(parts[1])
+	slotText, scoreText, _ := strings.Cut(rest, "\n")
+	slot, err := strconv.Atoi(slotText)
 	if err != nil || slot < 0 {
 		return Wake{}, fmt.Errorf("parse wake-up %q: bad slot", payload)
 	}
-	score, err := strconv.ParseFloat(parts[2], 64)
-	if err != nil {
-		return Wake{}, fmt.Errorf("parse wake-up %q: bad score: %w", payload, err)
+	w := Wake{Topic: topic, Slot: slot, Score: math.Inf(-1)}
+	score, err := strconv.ParseFloat(scoreText, 64)
+	switch {
+	case err != nil:
+		return w, fmt.Errorf("parse wake-up %q: %w: %w", payload, ErrWakeScore, err)
+	case math.IsNaN(score):
+		return w, fmt.Errorf("parse wake-up %q: %w: NaN", payload, ErrWakeScore)
 	}
-	if math.IsNaN(score) {
-		return Wake{}, fmt.Errorf("parse wake-up %q: score is not a number", payload)
-	}
-	return Wake{Topic: parts[0], Slot: slot, Score: score}, nil
+	w.Score = score
+	return w, nil
 }
 
 // wakeArgs are the channel and payload prefix a script publishes for slot.
