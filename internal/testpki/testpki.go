@@ -21,11 +21,7 @@ import (
 )
 
 // CA is a certificate authority that issues certificates.
-type CA struct {
-	Key  *ecdsa.PrivateKey
-	Cert *x509.Certificate
-	DER  []byte
-}
+type CA struct{ Issued }
 
 // Issued is a key and the certificate a CA signed for it.
 type Issued struct {
@@ -37,12 +33,11 @@ type Issued struct {
 // NewCA makes a self-signed CA named cn.
 func NewCA(tb testing.TB, cn string) *CA {
 	tb.Helper()
-	is := issue(tb, cn, nil, nil, func(c *x509.Certificate) {
+	return &CA{issue(tb, cn, nil, nil, func(c *x509.Certificate) {
 		c.IsCA = true
 		c.BasicConstraintsValid = true
 		c.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
-	})
-	return &CA{Key: is.Key, Cert: is.Cert, DER: is.DER}
+	})}
 }
 
 // Pool is a certificate pool holding only ca.
