@@ -206,32 +206,22 @@ func TestReaperReturnsLeaseOfDeadClaimer(t *testing.T) {
 	}
 }
 
+// TestWakeUpDeliversEarlierMessageBeforePollInterval: a scanner asleep for
+// an hour is woken by a wake-up for a message due sooner; one whose score
+// does not read (a producer of its own that writes ZADD and a malformed
+// payload) still names its slot, which is looked at once.
 func TestWakeUpDeliversEarlierMessageBeforePollInterval(t *testing.T) {
 	t.Parallel()
-	q, prefix := testRedis(t)
-	sink := newRecordSink()
-	topic := queue.Topic{Name: "t", Prefix: prefix}
-	start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, AllSlots: true, PollInterval: time.Hour})
-	time.Sleep(300 * time.Millisecond) // the scanner is asleep for an hour now
-	ctx := context.Background()
-	due := time.Now().Add(100 * time.Millisecond)
-	if err := q.Schedule(ctx, topic, []byte("soon"), due); err != nil {
-		t.Fatal(err)
-	}
-	score, _ := queue.Score(due)
-	if err := q.Client().Publish(ctx, queue.WakeChannel(prefix), fmt.Sprintf("t\n0\n%.0f", score)).Err(); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 10*time.Second, "woken and published", func() bool { return len(sink.published()) == 1 })
-}
-
-// TestWakeUpWithoutAUsableScoreStillWakesItsSlot: a producer of its own
-// that writes ZADD and publishes a wake-up whose score does not read still
-// gets its slot looked at once, not after the poll interval.
-func TestWakeUpWithoutAUsableScoreStillWakesItsSlot(t *testing.T) {
-	t.Parallel()
-	for _, payload := range []string{"t\n0\nsoon", "t\n0\nNaN", "t\n0"} {
-		t.Run(payload, func(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		payload func(score float64) string
+	}{
+		{"due score", func(score float64) string { return fmt.Sprintf("t\n0\n%.0f", score) }},
+		{"score not a number", func(float64) string { return "t\n0\nsoon" }},
+		{"score NaN", func(float64) string { return "t\n0\nNaN" }},
+		{"no score", func(float64) string { return "t\n0" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			q, prefix := testRedis(t)
 			sink := newRecordSink()
@@ -241,11 +231,11 @@ func TestWakeUpWithoutAUsableScoreStillWakesItsSlot(t *testing.T) {
 			ctx := context.Background()
 			// A plain ZADD, as a producer without the Go API writes it: no
 			// wake-up of its own.
-			score, _ := queue.Score(time.Now())
-			if err := q.Client().ZAdd(ctx, topic.Keys(0).Scheduled, redis.Z{Score: score, Member: "now"}).Err(); err != nil {
+			score, _ := queue.Score(time.Now().Add(100 * time.Millisecond))
+			if err := q.Client().ZAdd(ctx, topic.Keys(0).Scheduled, redis.Z{Score: score, Member: "soon"}).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if err := q.Client().Publish(ctx, queue.WakeChannel(prefix), payload).Err(); err != nil {
+			if err := q.Client().Publish(ctx, queue.WakeChannel(prefix), tc.payload(score)).Err(); err != nil {
 				t.Fatal(err)
 			}
 			eventually(t, 10*time.Second, "woken and published", func() bool { return len(sink.published()) == 1 })
