@@ -74,7 +74,7 @@ func (d *delivery) answered() bool {
 	}
 }
 
-// start hands d to the sink: a starter returns once the batch is sent,
+// start hands d to the sink: a sinks.Starter returns once the batch is sent,
 // any other sink once it is confirmed.
 func (s *scanner) start(ctx context.Context, d *delivery) {
 	d.began = time.Now()
@@ -82,7 +82,7 @@ func (s *scanner) start(ctx context.Context, d *delivery) {
 		d.finish(nil)
 		return
 	}
-	if st, ok := s.topic.Sink.(starter); ok {
+	if st, ok := s.topic.Sink.(sinks.Starter); ok {
 		d.done, d.result = st.Start(ctx, d.msgs)
 		return
 	}

@@ -4,19 +4,7 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/delaybridge/delaybridge/sinks"
 )
-
-// starter is a sink that can pipeline publishes. Start hands msgs to the
-// broker connection in order, after the messages of every Start call that
-// returned before, and returns without waiting for the broker: done closes
-// once every message has its answer, and result then returns what Publish
-// would have. ctx bounds both the sending and the wait. The AMQP sink
-// implements it; any other sink is published to with Publish.
-type starter interface {
-	Start(ctx context.Context, msgs []sinks.Message) (done <-chan struct{}, result func() error)
-}
 
 // inflight counts one slot's claimed messages that are not settled yet
 // (acked, returned, retried or dead-lettered) and lets the claimer wait for

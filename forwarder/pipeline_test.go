@@ -13,7 +13,7 @@ import (
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
-// heldSink is a starter whose confirms the test releases: Start records the
+// heldSink is a sinks.Starter whose confirms the test releases: Start records the
 // batch and returns at once, the answers come when release is closed.
 type heldSink struct {
 	mu      sync.Mutex

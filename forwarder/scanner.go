@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/sinks"
 )
 
 // redisTimeout bounds one Redis call made outside the scanner's own context
@@ -20,7 +21,7 @@ const redisTimeout = 5 * time.Second
 // Its pipeline: the claimer (run) claims batches in score order and starts
 // publishing each in that order, and the settler waits for the broker's
 // answers in that order and records them in Redis. A sink that can start a
-// publish without waiting for its confirms (see starter) gets batch k+1
+// publish without waiting for its confirms (sinks.Starter) gets batch k+1
 // while the broker still confirms batch k; any other sink is published to
 // by a goroutine of its own between the two, so the claimer still claims
 // ahead. The claimed messages not yet settled are capped (see inflight), so
@@ -102,7 +103,7 @@ func (s *scanner) run(ctx context.Context) {
 		defer close(done)
 		s.settleLoop(drain, sent)
 	}()
-	if _, ok := s.topic.Sink.(starter); ok {
+	if _, ok := s.topic.Sink.(sinks.Starter); ok {
 		// Starting a publish does not wait for the broker, so the claimer
 		// starts its batches itself: one goroutine hop less per batch.
 		s.claimLoop(ctx, func(b batch) { sent <- s.publish(drain, b) })

@@ -83,6 +83,19 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// Starter is implemented by sinks that can pipeline publishes: the
+// forwarder then starts batch k+1 while the broker still confirms batch k.
+//
+// Start hands msgs to the broker connection in order, after the messages of
+// every Start call that returned before, and returns without waiting for
+// the broker: done closes once every message has its answer, and result
+// then returns what Publish would have (see Sink). ctx bounds the sending;
+// the caller bounds its own wait for done. The forwarder publishes to a
+// sink without Start with Publish, from a goroutine of its own.
+type Starter interface {
+	Start(ctx context.Context, msgs []Message) (done <-chan struct{}, result func() error)
+}
+
 var (
 	// ErrPermanent marks failures that no retry can fix.
 	ErrPermanent = errors.New("permanent failure")

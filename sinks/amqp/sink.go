@@ -26,8 +26,8 @@ import (
 // It is a connection failure too: the message is not at fault.
 var errClosed = sinks.NotConnected(sinks.ErrClosed)
 
-// Sink publishes to one RabbitMQ exchange. It implements sinks.Sink and
-// sinks.Pinger.
+// Sink publishes to one RabbitMQ exchange. It implements sinks.Sink,
+// sinks.Pinger and sinks.Starter.
 type Sink struct {
 	cfg      Config
 	log      *slog.Logger
@@ -51,8 +51,9 @@ type Sink struct {
 }
 
 var (
-	_ sinks.Sink   = (*Sink)(nil)
-	_ sinks.Pinger = (*Sink)(nil)
+	_ sinks.Sink    = (*Sink)(nil)
+	_ sinks.Pinger  = (*Sink)(nil)
+	_ sinks.Starter = (*Sink)(nil)
 )
 
 // New returns a sink that connects to cfg.URL in the background: an
@@ -93,10 +94,10 @@ func (s *Sink) Publish(ctx context.Context, msgs []sinks.Message) error {
 	}
 }
 
-// Start publishes msgs in order like Publish but returns once they are
-// written to the channel, without waiting for the broker's confirms: done
-// closes when every message has its answer, and result then returns what
-// Publish would have. The messages of one Start go out contiguously and
+// Start (sinks.Starter) publishes msgs in order like Publish but returns
+// once they are written to the channel, without waiting for the broker's
+// confirms: done closes when every message has its answer, and result then
+// returns what Publish would have. The messages of one Start go out contiguously and
 // after those of every Start that returned before, so a caller can publish
 // batch k+1 while the broker still confirms batch k and keep the order.
 // ctx bounds the writing; the caller bounds its wait for done.
