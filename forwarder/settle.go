@@ -10,86 +10,80 @@ import (
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
-// delivery is one claimed batch on its way through the pipeline.
-type delivery struct {
-	b        batch
-	msgs     []sinks.Message
-	members  []string        // members[i] carries msgs[i]
-	failures []queue.Failure // members that did not decode
-	unsent   bool            // returned without publishing (slot order)
+// maxGroup is the most messages whose Redis records one write combines.
+const maxGroup = 2000
 
-	began   time.Time
-	done    <-chan struct{}
-	result  func() error
-	results []error // the sink's answer per message, once awaited
-}
+// ackDelay is how long confirmed messages may wait to be acked, so that a
+// trickle of small batches takes one Redis round trip every few
+// milliseconds instead of one per batch. They stay in flight meanwhile: a
+// crash in this window costs a duplicate after the lease, never a loss. A
+// claimer waiting for room has them acked at once.
+const ackDelay = 20 * time.Millisecond
 
-// closed is a done channel for answers known at once.
-var closed = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
-
-// prepare decodes a claimed batch into the messages to publish.
-func (s *scanner) prepare(b batch) *delivery {
-	d := &delivery{b: b, msgs: make([]sinks.Message, 0, len(b.claimed)), members: make([]string, 0, len(b.claimed))}
-	for _, c := range b.claimed {
-		dm, err := s.topic.Decode(c.Member)
-		if err != nil {
-			d.failures = append(d.failures, queue.Failure{Member: c.Member, Permanent: true, Reason: err.Error()})
+// settleLoop waits for each delivery's answer in order and records the
+// outcomes in Redis. Fully confirmed deliveries are held for up to ackDelay
+// and acked together; any other outcome is recorded at once, with the acks
+// held before it.
+func (s *scanner) settleLoop(ctx context.Context, sent <-chan *delivery) {
+	var held []*delivery
+	heldN := 0
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	timing := false
+	flush := func() {
+		if len(held) > 0 {
+			s.record(ctx, held)
+			s.in.settle(heldN)
+			held, heldN = nil, 0
+		}
+		if timing {
+			timer.Stop()
+			timing = false
+		}
+	}
+	for {
+		var d *delivery
+		select {
+		case next, ok := <-sent:
+			if !ok {
+				flush()
+				return
+			}
+			d = next
+		case <-timer.C:
+			timing = false
+			flush()
+			continue
+		case <-s.in.wanted:
+			flush()
 			continue
 		}
-		m := sinks.Message{
-			ID:         dm.ID,
-			Topic:      s.topic.Name,
-			Body:       dm.Body,
-			Due:        c.DueTime(),
-			Attempt:    c.Attempts + 1,
-			Headers:    dm.Headers,
-			RoutingKey: dm.RoutingKey,
+		// Wait for d's answer; held acks are due meanwhile too.
+		for waiting := true; waiting; {
+			select {
+			case <-d.done:
+				waiting = false
+			case <-ctx.Done():
+				waiting = false
+			case <-timer.C:
+				timing = false
+				flush()
+			case <-s.in.wanted:
+				flush()
+			}
 		}
-		if dm.RoutingKey != "" {
-			m.Key = []byte(dm.RoutingKey)
+		s.await(ctx, d)
+		held = append(held, d)
+		heldN += len(d.b.claimed)
+		if !d.confirmed() || heldN >= maxGroup {
+			flush()
+			continue
 		}
-		d.msgs = append(d.msgs, m)
-		d.members = append(d.members, c.Member)
-	}
-	return d
-}
-
-// finish records an answer known without waiting.
-func (d *delivery) finish(err error) {
-	d.done = closed
-	d.result = func() error { return err }
-}
-
-// answered reports whether the sink has answered for every message.
-func (d *delivery) answered() bool {
-	select {
-	case <-d.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// start hands d to the sink: a sinks.Starter returns once the batch is sent,
-// any other sink once it is confirmed.
-func (s *scanner) start(ctx context.Context, d *delivery) {
-	d.began = time.Now()
-	if len(d.msgs) == 0 {
-		d.finish(nil)
-		return
-	}
-	if st, ok := s.topic.Sink.(sinks.Starter); ok {
-		d.done, d.result = st.Start(ctx, d.msgs)
-		return
-	}
-	err := s.topic.Sink.Publish(ctx, d.msgs)
-	d.finish(err)
-	if err != nil && connectionLost(sinks.Results(err, len(d.msgs))) {
-		s.in.breakOrder() // before the next batch is published
+		if !timing {
+			timer.Reset(ackDelay)
+			timing = true
+		}
 	}
 }
 
@@ -162,6 +156,16 @@ func outcome(err error) string {
 	default:
 		return "broker"
 	}
+}
+
+// errorsIsAny reports whether err matches any target.
+func errorsIsAny(err error, targets ...error) bool {
+	for _, t := range targets {
+		if errors.Is(err, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // record writes the outcomes of a group of awaited deliveries to Redis:
@@ -281,13 +285,4 @@ func (s *scanner) redisRetry(ctx context.Context, op string, fn func(context.Con
 		}
 		wait = min(wait*2, time.Second)
 	}
-}
-
-// ping asks a sink that can tell whether it is connected.
-func ping(ctx context.Context, s sinks.Sink) error {
-	p, ok := s.(sinks.Pinger)
-	if !ok {
-		return nil
-	}
-	return p.Ping(ctx)
 }

@@ -3,7 +3,6 @@ package forwarder
 import (
 	"context"
 	"sync"
-	"time"
 )
 
 // inflight counts one slot's claimed messages that are not settled yet
@@ -91,95 +90,4 @@ func (in *inflight) stale(epoch uint64) bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.broken || in.epoch != epoch
-}
-
-// publish prepares a claimed batch and starts publishing it, unless an
-// earlier batch went back meanwhile (then it goes back too, unpublished, to
-// keep the slot's order). ctx is the drain context.
-func (s *scanner) publish(ctx context.Context, b batch) *delivery {
-	d := s.prepare(b)
-	if s.in.stale(b.epoch) {
-		d.unsent = true
-		d.finish(nil)
-		return d
-	}
-	s.start(ctx, d)
-	return d
-}
-
-// maxGroup is the most messages whose Redis records one write combines.
-const maxGroup = 2000
-
-// ackDelay is how long confirmed messages may wait to be acked, so that a
-// trickle of small batches takes one Redis round trip every few
-// milliseconds instead of one per batch. They stay in flight meanwhile: a
-// crash in this window costs a duplicate after the lease, never a loss. A
-// claimer waiting for room has them acked at once.
-const ackDelay = 20 * time.Millisecond
-
-// settleLoop waits for each delivery's answer in order and records the
-// outcomes in Redis. Fully confirmed deliveries are held for up to ackDelay
-// and acked together; any other outcome is recorded at once, with the acks
-// held before it.
-func (s *scanner) settleLoop(ctx context.Context, sent <-chan *delivery) {
-	var held []*delivery
-	heldN := 0
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	timing := false
-	flush := func() {
-		if len(held) > 0 {
-			s.record(ctx, held)
-			s.in.settle(heldN)
-			held, heldN = nil, 0
-		}
-		if timing {
-			timer.Stop()
-			timing = false
-		}
-	}
-	for {
-		var d *delivery
-		select {
-		case next, ok := <-sent:
-			if !ok {
-				flush()
-				return
-			}
-			d = next
-		case <-timer.C:
-			timing = false
-			flush()
-			continue
-		case <-s.in.wanted:
-			flush()
-			continue
-		}
-		// Wait for d's answer; held acks are due meanwhile too.
-		for waiting := true; waiting; {
-			select {
-			case <-d.done:
-				waiting = false
-			case <-ctx.Done():
-				waiting = false
-			case <-timer.C:
-				timing = false
-				flush()
-			case <-s.in.wanted:
-				flush()
-			}
-		}
-		s.await(ctx, d)
-		held = append(held, d)
-		heldN += len(d.b.claimed)
-		if !d.confirmed() || heldN >= maxGroup {
-			flush()
-			continue
-		}
-		if !timing {
-			timer.Reset(ackDelay)
-			timing = true
-		}
-	}
 }

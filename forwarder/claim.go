@@ -1,0 +1,122 @@
+package forwarder
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/sinks"
+)
+
+// claimLoop claims batches in score order and hands each to handoff, until
+// ctx ends.
+func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
+	opt := &s.f.opt
+	errWait := 50 * time.Millisecond
+	backlogged := false // the last claim was full: more is due
+	for ctx.Err() == nil {
+		if !s.waitSink(ctx) {
+			return
+		}
+		limit, epoch, ok := s.in.waitRoom(ctx, opt.BatchSize, opt.MaxInflightBatches*opt.BatchSize, backlogged)
+		if !ok {
+			return
+		}
+		s.alarm.reset()
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
+		before := time.Now()
+		c, err := s.f.q.Claim(cctx, s.topic.Topic, s.slot, limit, opt.Lease)
+		after := time.Now()
+		cancel()
+		if err != nil {
+			s.f.m.RedisErrs.WithLabelValues("claim").Inc()
+			s.log.Warn("claim failed", "err", err, "retry_in", errWait)
+			sleep(ctx, errWait, nil)
+			errWait = min(errWait*2, opt.PollInterval, 2*time.Second)
+			continue
+		}
+		errWait = 50 * time.Millisecond
+		skew := c.Now.Sub(before.Add(after.Sub(before) / 2))
+		if n := len(c.Messages); n > 0 {
+			s.f.m.Claimed.WithLabelValues(s.topic.Name).Add(float64(n))
+			s.in.add(n)
+			handoff(batch{claimed: c.Messages, skew: skew, epoch: epoch, lease: s.leases.hold(c.Messages, before)})
+		}
+		if backlogged = len(c.Messages) >= limit; backlogged {
+			continue // more may be due already
+		}
+		// Look again when the next message falls due, at the latest after
+		// the poll interval (a message scheduled earlier rings the alarm).
+		target := redisMillis(c.Now) + float64(opt.PollInterval)/float64(time.Millisecond)
+		if c.HasNext {
+			target = min(target, c.Next)
+		}
+		if !s.nap(ctx, target, skew) {
+			return
+		}
+	}
+}
+
+// nap sleeps until Redis's clock reaches target (ms), or an earlier
+// announced score; false when ctx ended.
+func (s *scanner) nap(ctx context.Context, target float64, skew time.Duration) bool {
+	for {
+		at := s.alarm.plan(target)
+		d := time.Until(queue.MillisTime(at).Add(-skew))
+		if math.IsInf(at, -1) || d <= 0 {
+			return true
+		}
+		woken, ok := sleepOrWake(ctx, d, s.alarm.C)
+		if !ok {
+			return false
+		}
+		if !woken {
+			return true
+		}
+		target = at // an earlier message was announced: plan again
+	}
+}
+
+// redisMillis is t in Unix milliseconds, with its fraction.
+func redisMillis(t time.Time) float64 {
+	return float64(t.UnixNano()) / float64(time.Millisecond)
+}
+
+// waitSink blocks while the sink reports it is not connected, so nothing is
+// claimed that could not be published. It returns false when ctx ended.
+func (s *scanner) waitSink(ctx context.Context) bool {
+	wait := 20 * time.Millisecond
+	since := time.Now()
+	logged := false
+	for {
+		err := ping(ctx, s.topic.Sink)
+		if err == nil {
+			if logged {
+				s.log.Info("sink connected again, claiming")
+			}
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		// A sink still connecting at start-up is not worth a warning.
+		if !logged && time.Since(since) > 2*time.Second {
+			s.log.Warn("sink not connected, not claiming", "err", err)
+			logged = true
+		}
+		if !sleep(ctx, wait, nil) {
+			return false
+		}
+		wait = min(wait*2, time.Second)
+	}
+}
+
+// ping asks a sink that can tell whether it is connected.
+func ping(ctx context.Context, s sinks.Sink) error {
+	p, ok := s.(sinks.Pinger)
+	if !ok {
+		return nil
+	}
+	return p.Ping(ctx)
+}

@@ -1,0 +1,106 @@
+package forwarder
+
+import (
+	"context"
+	"time"
+
+	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/sinks"
+)
+
+// delivery is one claimed batch on its way through the pipeline.
+type delivery struct {
+	b        batch
+	msgs     []sinks.Message
+	members  []string        // members[i] carries msgs[i]
+	failures []queue.Failure // members that did not decode
+	unsent   bool            // returned without publishing (slot order)
+
+	began   time.Time
+	done    <-chan struct{}
+	result  func() error
+	results []error // the sink's answer per message, once awaited
+}
+
+// closed is a done channel for answers known at once.
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// publish prepares a claimed batch and starts publishing it, unless an
+// earlier batch went back meanwhile (then it goes back too, unpublished, to
+// keep the slot's order). ctx is the drain context.
+func (s *scanner) publish(ctx context.Context, b batch) *delivery {
+	d := s.prepare(b)
+	if s.in.stale(b.epoch) {
+		d.unsent = true
+		d.finish(nil)
+		return d
+	}
+	s.start(ctx, d)
+	return d
+}
+
+// prepare decodes a claimed batch into the messages to publish.
+func (s *scanner) prepare(b batch) *delivery {
+	d := &delivery{b: b, msgs: make([]sinks.Message, 0, len(b.claimed)), members: make([]string, 0, len(b.claimed))}
+	for _, c := range b.claimed {
+		dm, err := s.topic.Decode(c.Member)
+		if err != nil {
+			d.failures = append(d.failures, queue.Failure{Member: c.Member, Permanent: true, Reason: err.Error()})
+			continue
+		}
+		m := sinks.Message{
+			ID:         dm.ID,
+			Topic:      s.topic.Name,
+			Body:       dm.Body,
+			Due:        c.DueTime(),
+			Attempt:    c.Attempts + 1,
+			Headers:    dm.Headers,
+			RoutingKey: dm.RoutingKey,
+		}
+		if dm.RoutingKey != "" {
+			m.Key = []byte(dm.RoutingKey)
+		}
+		d.msgs = append(d.msgs, m)
+		d.members = append(d.members, c.Member)
+	}
+	return d
+}
+
+// finish records an answer known without waiting.
+func (d *delivery) finish(err error) {
+	d.done = closed
+	d.result = func() error { return err }
+}
+
+// answered reports whether the sink has answered for every message.
+func (d *delivery) answered() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// start hands d to the sink: a sinks.Starter returns once the batch is sent,
+// any other sink once it is confirmed.
+func (s *scanner) start(ctx context.Context, d *delivery) {
+	d.began = time.Now()
+	if len(d.msgs) == 0 {
+		d.finish(nil)
+		return
+	}
+	if st, ok := s.topic.Sink.(sinks.Starter); ok {
+		d.done, d.result = st.Start(ctx, d.msgs)
+		return
+	}
+	err := s.topic.Sink.Publish(ctx, d.msgs)
+	d.finish(err)
+	if err != nil && connectionLost(sinks.Results(err, len(d.msgs))) {
+		s.in.breakOrder() // before the next batch is published
+	}
+}
