@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/delaybridge/delaybridge/internal/backoff"
 	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/sinks"
 )
@@ -124,6 +125,9 @@ type Forwarder struct {
 	m     *Metrics
 	log   *slog.Logger
 	wakes *wakeups
+	// retry is the wait before a refused message's next attempt:
+	// Delay(n-1) after n failed attempts.
+	retry backoff.Policy
 
 	mu       sync.Mutex
 	owned    map[slotKey]*running
@@ -157,6 +161,7 @@ func New(opt Options) (*Forwarder, error) {
 		m:     m,
 		log:   opt.Log,
 		wakes: newWakeups(),
+		retry: retryPolicy(opt),
 		owned: map[slotKey]*running{},
 	}, nil
 }
@@ -238,6 +243,14 @@ func (f *Forwarder) setOwnedAsync(ctx context.Context, want map[slotKey]bool) {
 	}
 }
 
+// retryPolicy is the documented schedule of a refused message's retries:
+// RetryBackoff, doubled per failed attempt up to RetryBackoffMax. It has no
+// jitter: it is the due time the retry is scheduled at in Redis, and the
+// messages of a failed batch are claimed and published as a batch again.
+func retryPolicy(opt Options) backoff.Policy {
+	return backoff.Policy{Min: opt.RetryBackoff, Max: opt.RetryBackoffMax}
+}
+
 // ownedSlots is a snapshot of the slots scanned now.
 func (f *Forwarder) ownedSlots() []slotKey {
 	f.mu.Lock()
@@ -247,13 +260,4 @@ func (f *Forwarder) ownedSlots() []slotKey {
 		out = append(out, k)
 	}
 	return out
-}
-
-// backoff is the wait before attempt n+1 after n failed attempts.
-func (f *Forwarder) backoff(failed int) time.Duration {
-	d := f.opt.RetryBackoff
-	for i := 1; i < failed && d < f.opt.RetryBackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, f.opt.RetryBackoffMax)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -69,7 +70,7 @@ func (f *Forwarder) ownershipLoop(ctx context.Context) {
 		}
 		lastOK = b.sent
 		f.m.Replicas.Set(float64(len(b.set.Live)))
-		if !equal(b.set.Live, last) {
+		if !slices.Equal(b.set.Live, last) {
 			want := f.assign(b.set.Live)
 			gained, lost := diff(f.ownedSlots(), want)
 			f.log.Info("ownership changed", "replicas", len(b.set.Live), "owned", len(want), "gained", gained, "lost", lost)
@@ -240,18 +241,6 @@ func diff(owned []slotKey, want map[slotKey]bool) (gained, lost int) {
 		}
 	}
 	return gained, lost
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // leave removes this replica from the replica set so the others take its

@@ -76,16 +76,6 @@ func (d *delivery) finish(err error) {
 	d.result = func() error { return err }
 }
 
-// answered reports whether the sink has answered for every message.
-func (d *delivery) answered() bool {
-	select {
-	case <-d.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // start hands d to the sink: a sinks.Starter returns once the batch is sent,
 // any other sink once it is confirmed.
 func (s *scanner) start(ctx context.Context, d *delivery) {
@@ -100,7 +90,7 @@ func (s *scanner) start(ctx context.Context, d *delivery) {
 	}
 	err := s.topic.Sink.Publish(ctx, d.msgs)
 	d.finish(err)
-	if err != nil && connectionLost(sinks.Results(err, len(d.msgs))) {
+	if err != nil && anyLost(sinks.Results(err, len(d.msgs))) {
 		s.in.breakOrder() // before the next batch is published
 	}
 }

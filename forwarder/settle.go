@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/delaybridge/delaybridge/internal/backoff"
 	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/sinks"
 )
@@ -25,66 +26,91 @@ const ackDelay = 20 * time.Millisecond
 // and acked together; any other outcome is recorded at once, with the acks
 // held before it.
 func (s *scanner) settleLoop(ctx context.Context, sent <-chan *delivery) {
-	var held []*delivery
-	heldN := 0
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	timing := false
+	h := newHeld()
+	defer h.timer.Stop()
 	flush := func() {
-		if len(held) > 0 {
-			s.record(ctx, held)
-			s.in.settle(heldN)
-			held, heldN = nil, 0
-		}
-		if timing {
-			timer.Stop()
-			timing = false
+		if group, n := h.take(); len(group) > 0 {
+			s.record(ctx, group)
+			s.in.settle(n)
 		}
 	}
+	var d *delivery // the delivery whose answer is awaited, if any
 	for {
-		var d *delivery
+		// One delivery at a time, in order: the next is taken once d is
+		// answered. Held acks fall due meanwhile all the same.
+		var next <-chan *delivery
+		var answered, ended <-chan struct{}
+		if d == nil {
+			next = sent
+		} else {
+			answered, ended = d.done, ctx.Done()
+		}
 		select {
-		case next, ok := <-sent:
+		case nd, ok := <-next:
 			if !ok {
 				flush()
 				return
 			}
-			d = next
-		case <-timer.C:
-			timing = false
+			d = nd
+			continue
+		case <-answered:
+		case <-ended:
+		case <-h.timer.C:
+			h.timing = false
 			flush()
 			continue
 		case <-s.in.wanted:
 			flush()
 			continue
 		}
-		// Wait for d's answer; held acks are due meanwhile too.
-		for waiting := true; waiting; {
-			select {
-			case <-d.done:
-				waiting = false
-			case <-ctx.Done():
-				waiting = false
-			case <-timer.C:
-				timing = false
-				flush()
-			case <-s.in.wanted:
-				flush()
-			}
-		}
 		s.await(ctx, d)
-		held = append(held, d)
-		heldN += len(d.b.claimed)
-		if !d.confirmed() || heldN >= maxGroup {
+		h.add(d)
+		if !d.confirmed() || h.n >= maxGroup {
 			flush()
-			continue
+		} else {
+			h.arm()
 		}
-		if !timing {
-			timer.Reset(ackDelay)
-			timing = true
-		}
+		d = nil
 	}
+}
+
+// held are the awaited deliveries not recorded yet: fully confirmed ones
+// wait up to ackDelay to be acked together.
+type held struct {
+	group  []*delivery
+	n      int // messages in group
+	timer  *time.Timer
+	timing bool // timer runs
+}
+
+func newHeld() *held {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &held{timer: t}
+}
+
+func (h *held) add(d *delivery) {
+	h.group = append(h.group, d)
+	h.n += len(d.b.claimed)
+}
+
+// arm starts the ackDelay of the oldest held delivery, unless it runs.
+func (h *held) arm() {
+	if !h.timing {
+		h.timer.Reset(ackDelay)
+		h.timing = true
+	}
+}
+
+// take empties h and returns what it held and how many messages that is.
+func (h *held) take() ([]*delivery, int) {
+	group, n := h.group, h.n
+	h.group, h.n = nil, 0
+	if h.timing {
+		h.timer.Stop()
+		h.timing = false
+	}
+	return group, n
 }
 
 // await waits for the sink's answer about d (or the end of the drain
@@ -101,7 +127,7 @@ func (s *scanner) await(ctx context.Context, d *delivery) {
 		return
 	}
 	d.results = sinks.Results(err, len(d.msgs))
-	if err != nil && connectionLost(d.results) {
+	if err != nil && anyLost(d.results) {
 		s.in.breakOrder() // the batches claimed after this one go back too
 	}
 	name := s.topic.Name
@@ -130,42 +156,109 @@ func (d *delivery) confirmed() bool {
 	return true
 }
 
-// connectionLost reports whether a result says the connection, not the
-// message, failed: such messages go back without an attempt.
-func connectionLost(results []error) bool {
-	for _, e := range results {
-		if e != nil && isConnectionLoss(e) {
-			return true
-		}
-	}
-	return false
-}
+// outcome is what a sink's error about one message means for it. Its String
+// is the outcome label of the publish failures metric.
+type outcome int
 
-func isConnectionLoss(err error) bool {
-	return errorsIsAny(err, sinks.ErrNotConnected, sinks.ErrClosed, context.Canceled, context.DeadlineExceeded)
-}
+const (
+	// broker: the broker's answer about the message (nack, return,
+	// rejection). It counts an attempt.
+	outcomeBroker outcome = iota
+	// permanent: no retry can fix it; the message is dead-lettered at once.
+	outcomePermanent
+	// connection: the connection failed, not the message. It goes back
+	// without an attempt.
+	outcomeConnection
+	// timeout: the wait for the answer was cut short (shutdown, a
+	// deadline); the message may be published. It goes back without an
+	// attempt.
+	outcomeTimeout
+)
 
-func outcome(err error) string {
+// outcomeOf classifies a sink's error about one message. A lost connection
+// or wait wins over sinks.ErrPermanent: a message never dies of its
+// connection.
+func outcomeOf(err error) outcome {
 	switch {
+	case errors.Is(err, sinks.ErrNotConnected), errors.Is(err, sinks.ErrClosed):
+		return outcomeConnection
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return outcomeTimeout
 	case errors.Is(err, sinks.ErrPermanent):
+		return outcomePermanent
+	default:
+		return outcomeBroker
+	}
+}
+
+// lost reports whether the message goes back without using an attempt.
+func (o outcome) lost() bool { return o == outcomeConnection || o == outcomeTimeout }
+
+func (o outcome) String() string {
+	switch o {
+	case outcomePermanent:
 		return "permanent"
-	case errorsIsAny(err, sinks.ErrNotConnected, sinks.ErrClosed):
+	case outcomeConnection:
 		return "connection"
-	case errorsIsAny(err, context.Canceled, context.DeadlineExceeded):
+	case outcomeTimeout:
 		return "timeout"
 	default:
 		return "broker"
 	}
 }
 
-// errorsIsAny reports whether err matches any target.
-func errorsIsAny(err error, targets ...error) bool {
-	for _, t := range targets {
-		if errors.Is(err, t) {
+// anyLost reports whether a result says the connection, not the message,
+// failed: the batches claimed after it must go back too (slot order).
+func anyLost(results []error) bool {
+	for _, e := range results {
+		if e != nil && outcomeOf(e).lost() {
 			return true
 		}
 	}
 	return false
+}
+
+// settlement is what a group of awaited deliveries asks of Redis.
+type settlement struct {
+	acks     []string        // confirmed
+	releases []string        // back without an attempt
+	unsent   int             // of releases, those never published (slot order)
+	failures []queue.Failure // to retry or dead-letter: refused or undecodable
+	failed   map[outcome]int // messages the sink did not confirm, by outcome
+}
+
+// sortOut classifies every message of a group of awaited deliveries. It
+// writes nothing. retry is the schedule of a refused message's next
+// attempt.
+func sortOut(group []*delivery, retry backoff.Policy) settlement {
+	st := settlement{failed: map[outcome]int{}}
+	for _, d := range group {
+		st.failures = append(st.failures, d.failures...)
+		if d.unsent {
+			st.releases = append(st.releases, d.members...)
+			st.unsent += len(d.members)
+			continue
+		}
+		for i, e := range d.results {
+			if e == nil {
+				st.acks = append(st.acks, d.members[i])
+				continue
+			}
+			o := outcomeOf(e)
+			st.failed[o]++
+			if o.lost() {
+				st.releases = append(st.releases, d.members[i])
+				continue
+			}
+			st.failures = append(st.failures, queue.Failure{
+				Member:    d.members[i],
+				Backoff:   retry.Delay(d.msgs[i].Attempt - 1),
+				Permanent: o == outcomePermanent,
+				Reason:    e.Error(),
+			})
+		}
+	}
+	return st
 }
 
 // record writes the outcomes of a group of awaited deliveries to Redis:
@@ -175,64 +268,54 @@ func errorsIsAny(err error, targets ...error) bool {
 // flight and the reaper returns it once the lease expires (a duplicate,
 // never a loss).
 func (s *scanner) record(ctx context.Context, group []*delivery) {
-	name := s.topic.Name
-	var acks, releases []string
-	var failures []queue.Failure
-	unsent := 0
 	defer func() {
 		for _, d := range group {
 			s.leases.drop(d.b.lease)
 		}
 	}()
-	for _, d := range group {
-		failures = append(failures, d.failures...)
-		if d.unsent {
-			releases = append(releases, d.members...)
-			unsent += len(d.members)
-			continue
-		}
-		for i, e := range d.results {
-			switch {
-			case e == nil:
-				acks = append(acks, d.members[i])
-			case isConnectionLoss(e):
-				// Not the message's fault: no attempt is used.
-				releases = append(releases, d.members[i])
-				s.f.m.Failures.WithLabelValues(name, outcome(e)).Inc()
-			default:
-				failures = append(failures, queue.Failure{
-					Member:    d.members[i],
-					Backoff:   s.f.backoff(d.msgs[i].Attempt),
-					Permanent: errors.Is(e, sinks.ErrPermanent),
-					Reason:    e.Error(),
-				})
-				s.f.m.Failures.WithLabelValues(name, outcome(e)).Inc()
-			}
-		}
+	st := sortOut(group, s.f.retry)
+	for o, n := range st.failed {
+		s.f.m.Failures.WithLabelValues(s.topic.Name, o.String()).Add(float64(n))
 	}
+	s.ack(ctx, st.acks)
+	s.release(ctx, st.releases, st.unsent)
+	s.retry(ctx, st.failures)
+}
 
-	t := s.topic.Topic
-	if len(acks) > 0 {
-		s.redisRetry(ctx, "ack", func(c context.Context) error {
-			_, err := s.f.q.Ack(c, t, s.slot, acks)
-			return err
-		})
-		s.f.m.Published.WithLabelValues(name).Add(float64(len(acks)))
+func (s *scanner) ack(ctx context.Context, members []string) {
+	if len(members) == 0 {
+		return
 	}
-	if len(releases) > 0 {
-		s.redisRetry(ctx, "release", func(c context.Context) error {
-			_, err := s.f.q.Release(c, t, s.slot, releases)
-			return err
-		})
-		s.f.m.Released.WithLabelValues(name).Add(float64(len(releases)))
-		if lost := len(releases) - unsent; lost > 0 {
-			s.log.Warn("publish failed on the connection; returned without an attempt", "count", lost)
-		}
-		if unsent > 0 {
-			s.log.Info("returned unpublished after an earlier batch went back, to keep the slot's order", "count", unsent)
-		}
+	s.redisRetry(ctx, "ack", func(c context.Context) error {
+		_, err := s.f.q.Ack(c, s.topic.Topic, s.slot, members)
+		return err
+	})
+	s.f.m.Published.WithLabelValues(s.topic.Name).Add(float64(len(members)))
+}
+
+// release returns members without an attempt; unsent of them were never
+// published.
+func (s *scanner) release(ctx context.Context, members []string, unsent int) {
+	if len(members) == 0 {
+		return
 	}
-	// One log line per outcome and batch: a refusal storm must not flood
+	s.redisRetry(ctx, "release", func(c context.Context) error {
+		_, err := s.f.q.Release(c, s.topic.Topic, s.slot, members)
+		return err
+	})
+	s.f.m.Released.WithLabelValues(s.topic.Name).Add(float64(len(members)))
+	if lost := len(members) - unsent; lost > 0 {
+		s.log.Warn("publish failed on the connection; returned without an attempt", "count", lost)
+	}
+	if unsent > 0 {
+		s.log.Info("returned unpublished after an earlier batch went back, to keep the slot's order", "count", unsent)
+	}
+}
+
+// retry counts an attempt of each failure: below the limit the message is
+// scheduled again after its back-off, else dead-lettered.
+func (s *scanner) retry(ctx context.Context, failures []queue.Failure) {
+	// One log line per outcome and group: a refusal storm must not flood
 	// the logs with a line per message.
 	var retried, dead int
 	var retryReason, deadReason string
@@ -240,7 +323,7 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 		var out queue.Outcome
 		s.redisRetry(ctx, "retry", func(c context.Context) error {
 			var err error
-			out, err = s.f.q.Retry(c, t, s.slot, fl, s.f.opt.MaxAttempts)
+			out, err = s.f.q.Retry(c, s.topic.Topic, s.slot, fl, s.f.opt.MaxAttempts)
 			return err
 		})
 		switch out {
@@ -253,11 +336,11 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 		}
 	}
 	if retried > 0 {
-		s.f.m.Retried.WithLabelValues(name).Add(float64(retried))
+		s.f.m.Retried.WithLabelValues(s.topic.Name).Add(float64(retried))
 		s.log.Info("publish failed, will retry", "count", retried, "err", retryReason)
 	}
 	if dead > 0 {
-		s.f.m.Dead.WithLabelValues(name).Add(float64(dead))
+		s.f.m.Dead.WithLabelValues(s.topic.Name).Add(float64(dead))
 		s.log.Warn("messages dead-lettered", "count", dead, "err", deadReason)
 	}
 }
