@@ -5,15 +5,25 @@ import (
 	"math"
 	"time"
 
+	"github.com/delaybridge/delaybridge/internal/backoff"
 	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/sinks"
+)
+
+// After a failed claim the claimer waits claimRetryMin, doubling up to
+// claimRetryMax (or the poll interval, if shorter): Redis gets room to
+// recover, the end of an outage is noticed within seconds, and a slot never
+// waits longer after an error than it would idle.
+const (
+	claimRetryMin = 50 * time.Millisecond
+	claimRetryMax = 2 * time.Second
 )
 
 // claimLoop claims batches in score order and hands each to handoff, until
 // ctx ends.
 func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 	opt := &s.f.opt
-	errWait := 50 * time.Millisecond
+	retry := backoff.New(backoff.Policy{Min: claimRetryMin, Max: min(opt.PollInterval, claimRetryMax), Jitter: retryJitter})
 	backlogged := false // the last claim was full: more is due
 	for ctx.Err() == nil {
 		if !s.waitSink(ctx) {
@@ -31,12 +41,12 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 		cancel()
 		if err != nil {
 			s.f.m.RedisErrs.WithLabelValues("claim").Inc()
-			s.log.Warn("claim failed", "err", err, "retry_in", errWait)
-			sleep(ctx, errWait, nil)
-			errWait = min(errWait*2, opt.PollInterval, 2*time.Second)
+			wait := retry.Next()
+			s.log.Warn("claim failed", "err", err, "retry_in", wait)
+			sleep(ctx, wait, nil)
 			continue
 		}
-		errWait = 50 * time.Millisecond
+		retry.Reset()
 		skew := c.Now.Sub(before.Add(after.Sub(before) / 2))
 		if n := len(c.Messages); n > 0 {
 			s.f.m.Claimed.WithLabelValues(s.topic.Name).Add(float64(n))
@@ -83,10 +93,22 @@ func redisMillis(t time.Time) float64 {
 	return float64(t.UnixNano()) / float64(time.Millisecond)
 }
 
+// While the sink is not connected, waitSink asks it again after
+// sinkPollMin, doubling up to sinkPollMax: a reconnect is noticed within a
+// second, and a sink that stays down is not asked in a busy loop.
+const (
+	sinkPollMin = 20 * time.Millisecond
+	sinkPollMax = time.Second
+)
+
+// sinkQuietFor is how long the sink may be not connected before it is
+// logged: a sink still connecting at start-up is not worth a warning.
+const sinkQuietFor = 2 * time.Second
+
 // waitSink blocks while the sink reports it is not connected, so nothing is
 // claimed that could not be published. It returns false when ctx ended.
 func (s *scanner) waitSink(ctx context.Context) bool {
-	wait := 20 * time.Millisecond
+	wait := backoff.New(backoff.Policy{Min: sinkPollMin, Max: sinkPollMax, Jitter: retryJitter})
 	since := time.Now()
 	logged := false
 	for {
@@ -100,15 +122,13 @@ func (s *scanner) waitSink(ctx context.Context) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		// A sink still connecting at start-up is not worth a warning.
-		if !logged && time.Since(since) > 2*time.Second {
+		if !logged && time.Since(since) > sinkQuietFor {
 			s.log.Warn("sink not connected, not claiming", "err", err)
 			logged = true
 		}
-		if !sleep(ctx, wait, nil) {
+		if !sleep(ctx, wait.Next(), nil) {
 			return false
 		}
-		wait = min(wait*2, time.Second)
 	}
 }
 

@@ -14,6 +14,12 @@ import (
 // call cut short by shutdown would leave claimed messages to the reaper.
 const redisTimeout = 5 * time.Second
 
+// retryJitter shortens every wait of the scanners' retry loops (a failed
+// claim or Redis write, a sink not connected) by up to a fifth at random,
+// so the replicas of a fleet that failed together (Redis or the broker
+// restarted) do not retry in lockstep.
+const retryJitter = 0.2
+
 // scanner claims and publishes the due messages of one topic×slot.
 //
 // Its pipeline: the claimer (run) claims batches in score order and starts

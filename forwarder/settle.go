@@ -345,11 +345,19 @@ func (s *scanner) retry(ctx context.Context, failures []queue.Failure) {
 	}
 }
 
+// A failed Redis write is retried after redisRetryMin, doubling up to
+// redisRetryMax: a blip costs milliseconds, and an outage is not hammered.
+// redisRetry gives up after half a lease.
+const (
+	redisRetryMin = 20 * time.Millisecond
+	redisRetryMax = time.Second
+)
+
 // redisRetry runs op until it succeeds, giving up after half a lease (the
 // reaper takes over from there) or when ctx ends.
 func (s *scanner) redisRetry(ctx context.Context, op string, fn func(context.Context) error) {
 	giveUp := time.Now().Add(s.f.opt.Lease / 2)
-	wait := 20 * time.Millisecond
+	wait := backoff.New(backoff.Policy{Min: redisRetryMin, Max: redisRetryMax, Jitter: retryJitter})
 	for {
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
 		err := fn(c)
@@ -363,9 +371,8 @@ func (s *scanner) redisRetry(ctx context.Context, op string, fn func(context.Con
 			return
 		}
 		s.log.Warn("redis write failed, retrying", "op", op, "err", err)
-		if !sleep(ctx, wait, nil) {
+		if !sleep(ctx, wait.Next(), nil) {
 			return
 		}
-		wait = min(wait*2, time.Second)
 	}
 }
