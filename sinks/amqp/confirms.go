@@ -1,15 +1,129 @@
 package amqp
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"sync"
+	"time"
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/delaybridge/delaybridge/sinks"
 )
+
+// Publish publishes msgs in order and waits for the broker's confirms; see
+// sinks.Sink for what the result means. Publishing while disconnected fails
+// at once with an error wrapping sinks.ErrNotConnected.
+func (s *Sink) Publish(ctx context.Context, msgs []sinks.Message) error {
+	done, result := s.Start(ctx, msgs)
+	select {
+	case <-done:
+		return result()
+	case <-ctx.Done():
+		return fmt.Errorf("wait for broker confirms: %w", ctx.Err())
+	}
+}
+
+// Start (sinks.Starter) publishes msgs in order like Publish but returns
+// once they are written to the channel, without waiting for the broker's
+// confirms: done closes when every message has its answer, and result then
+// returns what Publish would have. The messages of one Start go out contiguously and
+// after those of every Start that returned before, so a caller can publish
+// batch k+1 while the broker still confirms batch k and keep the order.
+// ctx bounds the writing; the caller bounds its wait for done.
+func (s *Sink) Start(ctx context.Context, msgs []sinks.Message) (done <-chan struct{}, result func() error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return answered(errClosed)
+	}
+	if len(msgs) == 0 {
+		return answered(nil)
+	}
+	if err := ctx.Err(); err != nil {
+		return answered(fmt.Errorf("publish %d messages: %w", len(msgs), err))
+	}
+	b := newBatch(len(msgs))
+	for i, m := range msgs {
+		if size := int64(len(m.Body)); size > s.cfg.MaxMessageSize {
+			b.resolve(i, sinks.Permanent(fmt.Errorf("message of %d bytes exceeds max %d", size, s.cfg.MaxMessageSize)))
+		}
+	}
+	s.send(ctx, b, msgs)
+	return b.done, b.result
+}
+
+// answered is a Start result known at once.
+func answered(err error) (<-chan struct{}, func() error) {
+	c := make(chan struct{})
+	close(c)
+	return c, func() error { return err }
+}
+
+// send publishes the messages of b that have no result yet, contiguously.
+func (s *Sink) send(ctx context.Context, b *batch, msgs []sinks.Message) {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	sess, err := s.session()
+	if err != nil {
+		b.resolveFrom(0, err)
+		return
+	}
+	sess.w.cork()
+	defer sess.w.uncork()
+	now := time.Now()
+	// One allocation for the batch's trackers, and one headers table for
+	// all its messages: the library encodes a message's headers before
+	// Publish returns.
+	slab := make([]pending, len(msgs))
+	headers := make(amqp091.Table, 8)
+	for i, m := range msgs {
+		if b.isResolved(i) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			b.resolveFrom(i, fmt.Errorf("publish: %w", err))
+			return
+		}
+		p := s.pending(slab, b, msgs, i)
+		tag := sess.ch.GetNextPublishSeqNo()
+		if !sess.tr.add(tag, p) {
+			s.parkRest(sess, slab, b, msgs, i)
+			return
+		}
+		if err := sess.ch.Publish(p.id.exchange, p.id.key, true, false, publishing(m, now, headers)); err != nil {
+			// Only a closing channel or connection refuses a publish: the
+			// watcher settles these with the close's reason.
+			sess.tr.remove(tag) // unless the close already settled it
+			s.parkRest(sess, slab, b, msgs, i)
+			return
+		}
+	}
+}
+
+// parkRest hands message i and the later unsettled ones of b to the closing
+// channel's tracker.
+func (s *Sink) parkRest(sess *session, slab []pending, b *batch, msgs []sinks.Message, i int) {
+	var ps []*pending
+	for ; i < len(msgs); i++ {
+		if !b.isResolved(i) {
+			ps = append(ps, s.pending(slab, b, msgs, i))
+		}
+	}
+	sess.tr.park(ps...)
+}
+
+// pending is message i of b as the tracker follows it, in slab[i].
+func (s *Sink) pending(slab []pending, b *batch, msgs []sinks.Message, i int) *pending {
+	key := msgs[i].RoutingKey
+	if key == "" {
+		key = s.cfg.RoutingKey
+	}
+	slab[i] = pending{b: b, i: i, id: identity{msgs[i].ID, s.cfg.Exchange, key}}
+	return &slab[i]
+}
 
 // batch collects the results of one Publish call.
 type batch struct {
@@ -137,6 +251,50 @@ func (t *tracker) take(tag uint64) *pending {
 	return p
 }
 
+// listeners are the notifications of one channel, read by one goroutine.
+type listeners struct {
+	closes   chan *amqp091.Error
+	returns  chan amqp091.Return // unbuffered: a return is taken before its ack
+	confirms chan amqp091.Confirmation
+}
+
+// watch settles the messages of sess from its returns and confirms until its
+// channel ends, then fails what is left (channelEnded, in blame.go). It
+// reports whether the connection is still usable for another channel.
+func (s *Sink) watch(sess *session, l listeners, connCloses <-chan *amqp091.Error, blocks <-chan amqp091.Blocking) bool {
+	var closeErr *amqp091.Error
+loop:
+	for {
+		select {
+		case ret, ok := <-l.returns:
+			if !ok {
+				break loop
+			}
+			sess.tr.returned(ret)
+		case c, ok := <-l.confirms:
+			if !ok {
+				break loop
+			}
+			sess.tr.confirmed(c)
+		case e, ok := <-l.closes:
+			if ok {
+				closeErr = e
+			}
+			break loop
+		case e := <-connCloses:
+			closeErr = e
+			break loop
+		case b := <-blocks:
+			s.setBlocked(blockReason(b))
+			s.log.Warn("amqp broker blocks publishing", "active", b.Active, "reason", b.Reason)
+		case <-s.ctx.Done():
+			s.shutdown(sess, l)
+			return false
+		}
+	}
+	return s.channelEnded(sess, l, closeErr)
+}
+
 // returned marks the earliest unconfirmed, not yet returned message with the
 // identity of ret as unroutable.
 func (t *tracker) returned(ret amqp091.Return) {
@@ -220,45 +378,4 @@ func (t *tracker) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.tags) + len(t.unsent)
-}
-
-// exchangeInReply finds the exchange a channel error names, as in
-// "NOT_FOUND - no exchange 'x' in vhost '/'" or "ACCESS_REFUSED - access to
-// exchange 'x' in vhost '/' refused for user 'u'".
-var exchangeInReply = regexp.MustCompile(`exchange '([^']*)'`)
-
-// blameFor says how the pending messages of a channel that ended with
-// closeErr fail.
-//
-// A connection that is gone is not the messages' fault: they fail with
-// sinks.ErrNotConnected and go back without using an attempt. When the broker
-// closed only the channel with a soft error (404 no such exchange, 403, 406),
-// that is its answer about the messages it names: the messages to the named
-// exchange fail with the broker's text and count an attempt, while the
-// others, discarded along with the channel, fail with ErrNotConnected. A soft
-// error that names no exchange blames every pending message, so a message
-// the broker keeps refusing is dead-lettered in the end instead of retried
-// forever.
-func blameFor(closeErr *amqp091.Error, connClosed bool) func(*pending) error {
-	if closeErr == nil || connClosed || !closeErr.Recover {
-		reason := error(errors.New("connection closed"))
-		if closeErr != nil {
-			reason = closeErr
-		}
-		err := sinks.NotConnected(fmt.Errorf("connection lost before confirm: %w", reason))
-		return func(*pending) error { return err }
-	}
-	others := sinks.NotConnected(fmt.Errorf("channel closed before confirm: %w", closeErr))
-	m := exchangeInReply.FindStringSubmatch(closeErr.Reason)
-	if m == nil {
-		answer := fmt.Errorf("broker closed the channel: %w", closeErr)
-		return func(*pending) error { return answer }
-	}
-	answer := fmt.Errorf("broker refused publish to exchange %q: %w", m[1], closeErr)
-	return func(p *pending) error {
-		if p.id.exchange == m[1] {
-			return answer
-		}
-		return others
-	}
 }

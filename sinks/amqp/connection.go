@@ -2,7 +2,6 @@ package amqp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
+
+	"github.com/delaybridge/delaybridge/sinks"
 )
 
 const (
@@ -28,13 +29,6 @@ type session struct {
 	w    *writeTimeoutConn // under conn: corks the writes of a batch
 	ch   *amqp091.Channel
 	tr   *tracker
-}
-
-// listeners are the notifications of one channel, read by one goroutine.
-type listeners struct {
-	closes   chan *amqp091.Error
-	returns  chan amqp091.Return // unbuffered: a return is taken before its ack
-	confirms chan amqp091.Confirmation
 }
 
 // run connects, serves the connection until it drops, and reconnects with
@@ -108,97 +102,6 @@ func openChannel(conn *amqp091.Connection) (*amqp091.Channel, listeners, error) 
 	return ch, l, nil
 }
 
-// watch settles the messages of sess from its returns and confirms until its
-// channel ends, then fails what is left. It reports whether the connection
-// is still usable for another channel.
-func (s *Sink) watch(sess *session, l listeners, connCloses <-chan *amqp091.Error, blocks <-chan amqp091.Blocking) bool {
-	var closeErr *amqp091.Error
-loop:
-	for {
-		select {
-		case ret, ok := <-l.returns:
-			if !ok {
-				break loop
-			}
-			sess.tr.returned(ret)
-		case c, ok := <-l.confirms:
-			if !ok {
-				break loop
-			}
-			sess.tr.confirmed(c)
-		case e, ok := <-l.closes:
-			if ok {
-				closeErr = e
-			}
-			break loop
-		case e := <-connCloses:
-			closeErr = e
-			break loop
-		case b := <-blocks:
-			s.setBlocked(blockReason(b))
-			s.log.Warn("amqp broker blocks publishing", "active", b.Active, "reason", b.Reason)
-		case <-s.ctx.Done():
-			s.shutdown(sess, l)
-			return false
-		}
-	}
-
-	if closeErr == nil {
-		select {
-		case e, ok := <-l.closes:
-			if ok {
-				closeErr = e
-			}
-		default:
-		}
-	}
-	connClosed := sess.conn.IsClosed()
-	why := errors.New("channel closed")
-	if closeErr != nil {
-		why = closeErr
-	}
-	s.setDown(fmt.Errorf("connection to %s: %w", s.endpoint, why))
-	// Confirms that arrived before the close are real: settle them first.
-	drain(l, sess.tr)
-	pending := sess.tr.len()
-	sess.tr.fail(blameFor(closeErr, connClosed))
-	s.log.Warn("amqp channel closed", "url", s.endpoint, "connection_closed", connClosed, "unconfirmed", pending, "err", why)
-	return !connClosed
-}
-
-// shutdown ends sess at Close: pending messages fail with errClosed, then the
-// connection closes while its last notifications are drained.
-func (s *Sink) shutdown(sess *session, l listeners) {
-	s.setDown(errClosed)
-	sess.tr.fail(func(*pending) error { return errClosed })
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = sess.conn.CloseDeadline(time.Now().Add(closeTimeout)) })
-	drain(l, sess.tr)
-	wg.Wait()
-}
-
-// drain takes the returns and confirms of a channel that is closing until
-// the library closes both listeners.
-func drain(l listeners, tr *tracker) {
-	returns, confirms := l.returns, l.confirms
-	for returns != nil || confirms != nil {
-		select {
-		case ret, ok := <-returns:
-			if !ok {
-				returns = nil
-				continue
-			}
-			tr.returned(ret)
-		case c, ok := <-confirms:
-			if !ok {
-				confirms = nil
-				continue
-			}
-			tr.confirmed(c)
-		}
-	}
-}
-
 func blockReason(b amqp091.Blocking) string {
 	if !b.Active {
 		return ""
@@ -262,89 +165,44 @@ func (s *Sink) dial() (*amqp091.Connection, *writeTimeoutConn, error) {
 	return conn, w, nil
 }
 
-// writeTimeoutConn bounds every write. The library writes without a
-// deadline while holding the channel's lock, so a write stuck on a stalled
-// network would keep the channel, and its shutdown, blocked forever.
-//
-// It also corks: the library flushes every message on its own, one system
-// call each, so while a batch is published the writes are gathered and sent
-// together (every corkLimit bytes, and when the batch is done). Nothing
-// waits for an answer to a write made while corked. A failed write closes
-// the connection, so the library, and the sink's watcher, see it drop.
-type writeTimeoutConn struct {
-	net.Conn
-	timeout time.Duration
-
-	mu     sync.Mutex
-	corked bool
-	buf    []byte
-	err    error // the write that failed: every later one fails too
+// session is the open session, or why there is none.
+func (s *Sink) session() (*session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, errClosed
+	case s.sess == nil:
+		return nil, sinks.NotConnected(s.down)
+	case s.blocked != "":
+		return nil, sinks.NotConnected(fmt.Errorf("broker blocked publishing: %s", s.blocked))
+	}
+	return s.sess, nil
 }
 
-// corkLimit is the most bytes held back while corked.
-const corkLimit = 64 << 10
-
-func (c *writeTimeoutConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err != nil {
-		return 0, c.err
-	}
-	if !c.corked {
-		return c.write(p)
-	}
-	c.buf = append(c.buf, p...)
-	if len(c.buf) >= corkLimit {
-		if err := c.flush(); err != nil {
-			return 0, err
-		}
-	}
-	return len(p), nil
+// setUp publishes a freshly opened session.
+func (s *Sink) setUp(sess *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sess, s.down, s.blocked = sess, nil, ""
+	close(s.up)
 }
 
-// cork holds writes back until uncork.
-func (c *writeTimeoutConn) cork() {
-	c.mu.Lock()
-	c.corked = true
-	c.mu.Unlock()
-}
-
-// uncork sends what was held back and lets writes through again.
-func (c *writeTimeoutConn) uncork() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.corked = false
-	if c.err == nil {
-		c.flush()
+// setDown withdraws the session, so Publish fails at once with why.
+func (s *Sink) setDown(why error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = why
+	if s.sess != nil {
+		s.sess = nil
+		s.up = make(chan struct{})
 	}
 }
 
-// flush sends the held-back bytes; mu is held.
-func (c *writeTimeoutConn) flush() error {
-	if len(c.buf) == 0 {
-		return nil
-	}
-	_, err := c.write(c.buf)
-	c.buf = c.buf[:0]
-	if cap(c.buf) > 4*corkLimit {
-		c.buf = nil
-	}
-	return err
-}
-
-// write sends p with the write deadline; mu is held. A failure closes the
-// connection: bytes held back may be lost, so it cannot go on.
-func (c *writeTimeoutConn) write(p []byte) (int, error) {
-	err := c.Conn.SetWriteDeadline(time.Now().Add(c.timeout))
-	n := 0
-	if err == nil {
-		n, err = c.Conn.Write(p)
-	}
-	if err != nil {
-		c.err = err
-		c.Conn.Close()
-	}
-	return n, err
+func (s *Sink) setBlocked(reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.blocked = reason
 }
 
 // sleep waits d or until Close.
