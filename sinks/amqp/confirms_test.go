@@ -198,22 +198,3 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		t.Errorf("New accepted an empty URL")
 	}
 }
-
-func TestBackoffGrowsWithinBounds(t *testing.T) {
-	b := backoff{min: 100 * time.Millisecond, max: time.Second}
-	prev := time.Duration(0)
-	for i := range 20 {
-		d := b.next()
-		if d < 80*time.Millisecond || d > 1200*time.Millisecond {
-			t.Fatalf("step %d: %v outside [min-20%%, max+20%%]", i, d)
-		}
-		if i == 19 && d < 800*time.Millisecond {
-			t.Fatalf("after 20 steps %v, want near max", d)
-		}
-		prev = d
-	}
-	b.reset()
-	if d := b.next(); d > 120*time.Millisecond {
-		t.Fatalf("after reset %v (was %v), want near min", d, prev)
-	}
-}

@@ -3,13 +3,13 @@ package amqp
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"sync"
 	"time"
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
+	"github.com/delaybridge/delaybridge/internal/backoff"
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
@@ -31,28 +31,33 @@ type session struct {
 	tr   *tracker
 }
 
+// reconnectJitter shortens each wait between connection attempts by up to
+// a fifth at random, so a fleet that lost the broker together does not
+// reconnect in lockstep.
+const reconnectJitter = 0.2
+
 // run connects, serves the connection until it drops, and reconnects with
 // back-off until Close.
 func (s *Sink) run() {
 	defer close(s.done)
-	retry := backoff{min: s.cfg.ReconnectMin, max: s.cfg.ReconnectMax}
+	retry := backoff.New(backoff.Policy{Min: s.cfg.ReconnectMin, Max: s.cfg.ReconnectMax, Jitter: reconnectJitter})
 	for s.ctx.Err() == nil {
 		conn, w, err := s.dial()
 		if err != nil {
 			if s.ctx.Err() != nil {
 				return
 			}
-			wait := retry.next()
+			wait := retry.Next()
 			s.setDown(fmt.Errorf("connect to %s: %w", s.endpoint, err))
 			s.log.Warn("amqp connect failed", "url", s.endpoint, "retry_in", wait, "err", err)
 			s.sleep(wait)
 			continue
 		}
 		s.log.Info("amqp connected", "url", s.endpoint)
-		retry.reset()
-		s.serve(conn, w, &retry)
+		retry.Reset()
+		s.serve(conn, w, retry)
 		if s.ctx.Err() == nil {
-			s.sleep(retry.next())
+			s.sleep(retry.Next())
 		}
 	}
 	s.setDown(errClosed)
@@ -60,7 +65,7 @@ func (s *Sink) run() {
 
 // serve opens channels on conn, reopening one the broker closed, until conn
 // drops or the sink closes.
-func (s *Sink) serve(conn *amqp091.Connection, w *writeTimeoutConn, retry *backoff) {
+func (s *Sink) serve(conn *amqp091.Connection, w *writeTimeoutConn, retry *backoff.Backoff) {
 	connCloses := conn.NotifyClose(make(chan *amqp091.Error, 1))
 	blocks := conn.NotifyBlocked(make(chan amqp091.Blocking, 8))
 	defer func() { _ = conn.CloseDeadline(time.Now().Add(closeTimeout)) }()
@@ -72,7 +77,7 @@ func (s *Sink) serve(conn *amqp091.Connection, w *writeTimeoutConn, retry *backo
 			if conn.IsClosed() {
 				return
 			}
-			s.sleep(retry.next())
+			s.sleep(retry.Next())
 			continue
 		}
 		sess := &session{conn: conn, w: w, ch: ch, tr: newTracker()}
@@ -214,22 +219,3 @@ func (s *Sink) sleep(d time.Duration) {
 	case <-s.ctx.Done():
 	}
 }
-
-// backoff is exponential with jitter between min and max.
-type backoff struct {
-	min, max time.Duration
-	cur      time.Duration
-}
-
-func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.min
-	} else {
-		b.cur = min(2*b.cur, b.max)
-	}
-	// ±20% so a fleet does not reconnect in lockstep.
-	jitter := time.Duration(rand.Int64N(int64(b.cur)/5+1)) * 2
-	return max(b.cur-b.cur/5+jitter, 0)
-}
-
-func (b *backoff) reset() { b.cur = 0 }
