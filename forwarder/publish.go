@@ -61,9 +61,6 @@ func (s *scanner) prepare(b batch) *delivery {
 			Headers:    dm.Headers,
 			RoutingKey: dm.RoutingKey,
 		}
-		if dm.RoutingKey != "" {
-			m.Key = []byte(dm.RoutingKey)
-		}
 		d.msgs = append(d.msgs, m)
 		d.members = append(d.members, c.Member)
 	}

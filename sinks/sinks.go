@@ -39,10 +39,10 @@ type Message struct {
 	Attempt int
 	// Headers are extra headers from an envelope (nil for raw members).
 	Headers map[string]string
-	// RoutingKey overrides the sink's routing key (AMQP) when set.
+	// RoutingKey is the message's own key (an envelope's routing_key), ""
+	// for none: it overrides the AMQP sink's routing key, and is the record
+	// key of the Kafka sink in its envelope key mode.
 	RoutingKey string
-	// Key is the record key (Kafka); nil for none.
-	Key []byte
 }
 
 // DueMillis is Due in Unix milliseconds, the value of HeaderDue.

@@ -17,7 +17,7 @@ import (
 const (
 	KeyNone     = "none"     // no key: records spread round-robin over the partitions
 	KeyID       = "id"       // the message id: every delivery of a message lands in one partition
-	KeyEnvelope = "envelope" // the envelope's key (Message.Key, else Message.RoutingKey)
+	KeyEnvelope = "envelope" // the envelope's routing key (Message.RoutingKey); none without one
 )
 
 // Size defaults.

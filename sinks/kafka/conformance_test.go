@@ -46,9 +46,6 @@ func TestConformance(t *testing.T) {
 			return s, read
 		},
 		WantKey: func(m sinks.Message) string {
-			if m.Key != nil {
-				return string(m.Key)
-			}
 			return m.RoutingKey
 		},
 	})

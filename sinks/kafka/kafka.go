@@ -301,9 +301,6 @@ func (s *Sink) key(m *sinks.Message) []byte {
 	case KeyID:
 		return []byte(m.ID)
 	case KeyEnvelope:
-		if m.Key != nil {
-			return m.Key
-		}
 		if m.RoutingKey != "" {
 			return []byte(m.RoutingKey)
 		}

@@ -20,9 +20,6 @@ func TestPublishRoundTripsKeysAndHeaders(t *testing.T) {
 		{KeyNone, func(sinks.Message) []byte { return nil }},
 		{KeyID, func(m sinks.Message) []byte { return []byte(m.ID) }},
 		{KeyEnvelope, func(m sinks.Message) []byte {
-			if m.Key != nil {
-				return m.Key
-			}
 			if m.RoutingKey != "" {
 				return []byte(m.RoutingKey)
 			}
@@ -40,7 +37,7 @@ func TestPublishRoundTripsKeysAndHeaders(t *testing.T) {
 				msgs[i].Headers = map[string]string{"x-app": "n" + strconv.Itoa(i), sinks.HeaderID: "forged"}
 				switch i % 3 {
 				case 0:
-					msgs[i].Key = []byte("k" + strconv.Itoa(i%5))
+					msgs[i].RoutingKey = "k" + strconv.Itoa(i%5)
 				case 1:
 					msgs[i].RoutingKey = "rk" + strconv.Itoa(i%4)
 				}

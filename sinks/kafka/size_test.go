@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ func TestSoloBatchSizeIsWhatTheBrokerCounts(t *testing.T) {
 		{"tiny", KeyNone, sinks.Message{ID: "a", Body: []byte("x")}},
 		{"keyed with headers", KeyID, sinks.Message{ID: "0123456789abcdef0123456789abcdef", Topic: "orders", Attempt: 12,
 			Body: bytes.Repeat([]byte("b"), 200), Headers: map[string]string{"x-trace": "abc", "x-empty": ""}}},
-		{"two-byte varints", KeyEnvelope, sinks.Message{ID: "m", Key: bytes.Repeat([]byte("k"), 300),
+		{"two-byte varints", KeyEnvelope, sinks.Message{ID: "m", RoutingKey: strings.Repeat("k", 300),
 			Body: bytes.Repeat([]byte("v"), 5000)}},
 		{"three-byte varints", KeyNone, sinks.Message{ID: "m", Body: bytes.Repeat([]byte("v"), 70000)}},
 	}
