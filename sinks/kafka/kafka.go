@@ -171,41 +171,51 @@ func (s *Sink) Publish(ctx context.Context, msgs []sinks.Message) error {
 	}
 
 	if len(records) > 0 {
-		err := s.writer.WriteMessages(wctx, records...)
-		if ierr := s.interrupted(ctx, wctx); err != nil && ierr != nil {
-			return ierr
-		}
-		var werrs kafkago.WriteErrors
-		switch {
-		case err == nil:
-		case errors.As(err, &werrs) && len(werrs) == len(records):
-			var rejected []int // indexes into records
-			for j, e := range werrs {
-				switch {
-				case e == nil:
-				case recordRejected(e):
-					rejected = append(rejected, j)
-				default:
-					errs[sent[j]] = classify(s.cfg.Topic, e)
-				}
-			}
-			if err := s.resendAlone(ctx, wctx, msgs, records, sent, rejected, errs); err != nil {
-				return err
-			}
-		default:
-			// Nothing was written (metadata, unknown topic, refused dial).
-			if len(records) == len(msgs) {
-				return classify(s.cfg.Topic, err)
-			}
-			for _, i := range sent {
-				errs[i] = classify(s.cfg.Topic, err)
-			}
+		if err := s.writeRecords(ctx, wctx, msgs, records, sent, errs); err != nil {
+			return err
 		}
 	}
 
 	for _, err := range errs {
 		if err != nil {
 			return &sinks.BatchError{Errs: errs}
+		}
+	}
+	return nil
+}
+
+// writeRecords writes records in one call (records[j] is msgs[sent[j]])
+// and sets errs[sent[j]] for each record that failed; the records a broker
+// refused for their content are resent alone first. It returns an error
+// instead when the call was interrupted, or when it wrote nothing and every
+// message of msgs was in it.
+func (s *Sink) writeRecords(ctx, wctx context.Context, msgs []sinks.Message, records []kafkago.Message, sent []int, errs []error) error {
+	err := s.writer.WriteMessages(wctx, records...)
+	if ierr := s.interrupted(ctx, wctx); err != nil && ierr != nil {
+		return ierr
+	}
+	var werrs kafkago.WriteErrors
+	switch {
+	case err == nil:
+	case errors.As(err, &werrs) && len(werrs) == len(records):
+		var rejected []int // indexes into records
+		for j, e := range werrs {
+			switch {
+			case e == nil:
+			case recordRejected(e):
+				rejected = append(rejected, j)
+			default:
+				errs[sent[j]] = classify(s.cfg.Topic, e)
+			}
+		}
+		return s.resendAlone(ctx, wctx, msgs, records, sent, rejected, errs)
+	default:
+		// Nothing was written (metadata, unknown topic, refused dial).
+		if len(records) == len(msgs) {
+			return classify(s.cfg.Topic, err)
+		}
+		for _, i := range sent {
+			errs[i] = classify(s.cfg.Topic, err)
 		}
 	}
 	return nil
