@@ -69,7 +69,6 @@ func New(cfg Config, log *slog.Logger) (*Sink, error) {
 		log = slog.Default()
 	}
 	log = log.With("sink", "kafka", "kafka_topic", cfg.Topic)
-	codec, _ := compression(cfg.Compression)
 	mech, _ := mechanism(cfg.SASLMechanism, cfg.SASLUsername, cfg.SASLPassword)
 
 	dialTimeout := 5 * time.Second
@@ -86,50 +85,54 @@ func New(cfg Config, log *slog.Logger) (*Sink, error) {
 		SASL:           mech,
 	}
 	addr := kafkago.TCP(cfg.Brokers...)
-	errLog := kafkago.LoggerFunc(func(msg string, args ...any) {
-		log.Debug("kafka-go: " + fmt.Sprintf(msg, args...))
-	})
-	newWriter := func(batchSize int) *kafkago.Writer {
-		var balancer kafkago.Balancer = &kafkago.RoundRobin{}
-		if cfg.KeyMode != KeyNone {
-			// Java-compatible partitioning; records without a key go to a
-			// random partition.
-			balancer = kafkago.Murmur2Balancer{}
-		}
-		return &kafkago.Writer{
-			Addr:         addr,
-			Topic:        cfg.Topic,
-			Balancer:     balancer,
-			RequiredAcks: kafkago.RequireAll,
-			// The forwarder retries with back-off; one quick retry here
-			// hides a pooled connection the broker closed while idle.
-			MaxAttempts:     2,
-			WriteBackoffMin: 20 * time.Millisecond,
-			WriteBackoffMax: 100 * time.Millisecond,
-			BatchSize:       batchSize,
-			BatchBytes:      batchBytes(cfg.MaxRecordBytes),
-			// Publish waits for the acks; the default 1s would make every
-			// call wait that long for more records.
-			BatchTimeout:           time.Millisecond,
-			ReadTimeout:            5 * time.Second,
-			WriteTimeout:           cfg.WriteTimeout,
-			Compression:            codec,
-			Transport:              transport,
-			AllowAutoTopicCreation: false,
-			ErrorLogger:            errLog,
-		}
-	}
 	closing, shut := context.WithCancel(context.Background())
 	return &Sink{
 		cfg:       cfg,
 		log:       log,
 		transport: transport,
 		addr:      addr,
-		writer:    newWriter(cfg.BatchSize),
-		solo:      newWriter(1),
+		writer:    newWriter(cfg, transport, addr, log, cfg.BatchSize),
+		solo:      newWriter(cfg, transport, addr, log, 1),
 		closing:   closing,
 		shut:      shut,
 	}, nil
+}
+
+// newWriter is a writer of cfg.Topic that sends up to batchSize records per
+// produce request.
+func newWriter(cfg Config, transport *kafkago.Transport, addr net.Addr, log *slog.Logger, batchSize int) *kafkago.Writer {
+	codec, _ := compression(cfg.Compression)
+	errLog := kafkago.LoggerFunc(func(msg string, args ...any) {
+		log.Debug("kafka-go: " + fmt.Sprintf(msg, args...))
+	})
+	var balancer kafkago.Balancer = &kafkago.RoundRobin{}
+	if cfg.KeyMode != KeyNone {
+		// Java-compatible partitioning; records without a key go to a
+		// random partition.
+		balancer = kafkago.Murmur2Balancer{}
+	}
+	return &kafkago.Writer{
+		Addr:         addr,
+		Topic:        cfg.Topic,
+		Balancer:     balancer,
+		RequiredAcks: kafkago.RequireAll,
+		// The forwarder retries with back-off; one quick retry here
+		// hides a pooled connection the broker closed while idle.
+		MaxAttempts:     2,
+		WriteBackoffMin: 20 * time.Millisecond,
+		WriteBackoffMax: 100 * time.Millisecond,
+		BatchSize:       batchSize,
+		BatchBytes:      batchBytes(cfg.MaxRecordBytes),
+		// Publish waits for the acks; the default 1s would make every
+		// call wait that long for more records.
+		BatchTimeout:           time.Millisecond,
+		ReadTimeout:            5 * time.Second,
+		WriteTimeout:           cfg.WriteTimeout,
+		Compression:            codec,
+		Transport:              transport,
+		AllowAutoTopicCreation: false,
+		ErrorLogger:            errLog,
+	}
 }
 
 // Publish writes msgs in order (per partition) and returns after all
