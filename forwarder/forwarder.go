@@ -8,6 +8,16 @@
 // for the reaper (when Redis is unreachable or the process dies): never
 // forgotten. On shutdown it stops claiming, lets in-flight batches finish
 // within the shutdown timeout and returns the rest.
+//
+// A scanner is a pipeline with a file per stage, in the order a batch takes
+// them: scanner.go (the scanner and its lifecycle), claim.go (claim a batch,
+// nap until the next is due, wait for the sink), publish.go (prepare the
+// messages, start the publish), settle.go (await the broker's answer,
+// classify it, write it to Redis), with inflight.go (the cap on claimed
+// messages and the slot-order rules after a lost connection) and lease.go
+// (renewing the leases of slow batches). Around the scanners: forwarder.go
+// (options, Run, starting and stopping scanners), ownership.go, reaper.go,
+// wake.go, backlog.go and metrics.go.
 package forwarder
 
 import (

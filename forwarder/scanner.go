@@ -30,6 +30,9 @@ const retryJitter = 0.2
 // by a goroutine of its own between the two, so the claimer still claims
 // ahead. The claimed messages not yet settled are capped (see inflight), so
 // a slow broker slows claiming instead of moving the backlog into flight.
+//
+// One batch goes through claimLoop (claim.go), publish (publish.go) and
+// settleLoop (settle.go); run, here, wires the three.
 type scanner struct {
 	f     *Forwarder
 	topic Topic

@@ -1,6 +1,7 @@
 // Package sinks defines how delaybridge hands due messages to a broker: the
-// Sink interface, the Message it publishes and the errors that tell the
-// forwarder what to do with a message that was not confirmed.
+// Sink interface, the optional interfaces a sink may add (Pinger, Starter),
+// the Message it publishes and the errors that tell the forwarder what to do
+// with a message that was not confirmed.
 //
 // Adapters live in sub-packages named after their broker (sinks/amqp,
 // sinks/kafka). They import this package, never the forwarder.
