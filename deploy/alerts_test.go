@@ -26,6 +26,8 @@ import (
 const (
 	scrapeEvery = 15 * time.Second
 	history     = time.Hour
+	// syntheticStart is the Unix time (s) of the first scrape.
+	syntheticStart = 1_700_000_000
 )
 
 // synthetic is one series: its labels and its value m minutes in.
@@ -39,6 +41,26 @@ func counterAt(perSecond float64) func(float64) float64 {
 }
 
 func constant(v float64) func(float64) float64 { return func(float64) float64 { return v } }
+
+// stepAt is before until minute at, then after.
+func stepAt(at, before, after float64) func(float64) float64 {
+	return func(m float64) float64 {
+		if m >= at {
+			return after
+		}
+		return before
+	}
+}
+
+// startingAt is v from minute at, no sample before (the series did not exist).
+func startingAt(at float64, v func(float64) float64) func(float64) float64 {
+	return func(m float64) float64 {
+		if m < at {
+			return math.NaN()
+		}
+		return v(m)
+	}
+}
 
 // latenessBuckets is a lateness histogram observed at perSecond, a share
 // slow of it between 2.5s and 5s late and the rest within 5ms.
@@ -122,7 +144,7 @@ func matchesAll(l labels.Labels, ms []*labels.Matcher) bool {
 // expression returns something at every minute of its for: window.
 func fires(t *testing.T, eng *promql.Engine, rule rulefmt.Rule, series []synthetic) bool {
 	t.Helper()
-	start := time.Unix(1_700_000_000, 0)
+	start := time.Unix(syntheticStart, 0)
 	q := queryable(start, series)
 	end := start.Add(history)
 	for at := end.Add(-time.Duration(rule.For)); !at.After(end); at = at.Add(time.Minute) {
@@ -195,14 +217,46 @@ var alertScenarios = map[string]struct{ firing, quiet map[string][]synthetic }{
 	},
 	"DelaybridgeDeadSetGrowing": {
 		firing: map[string][]synthetic{
-			"one death at minute 50": {series("delaybridge_dead_total", func(m float64) float64 {
-				if m >= 50 {
-					return 6
+			"one death at minute 50": {series("delaybridge_dead_total", stepAt(50, 5, 6), "instance", "a", "topic", "orders")},
+			// The daemon exports the series at 0 from its start (forwarder's
+			// TestFreshForwarderExportsEverySeriesAtZero): the first death is
+			// a step from 0 to 1.
+			"a topic's first death at minute 50": {
+				series("delaybridge_dead_total", stepAt(50, 0, 1), "instance", "a", "topic", "orders"),
+				series("process_start_time_seconds", constant(syntheticStart), "instance", "a"),
+			},
+			"the first death of a pod before its first scrape": {
+				series("delaybridge_dead_total", startingAt(55, constant(1)), "instance", "b", "topic", "orders"),
+				series("process_start_time_seconds", startingAt(55, constant(syntheticStart+55*60)), "instance", "b"),
+			},
+		},
+		quiet: map[string][]synthetic{
+			"old deaths only": {
+				series("delaybridge_dead_total", constant(5), "instance", "a", "topic", "orders"),
+				series("process_start_time_seconds", constant(syntheticStart-3600), "instance", "a"),
+			},
+			"a fresh pod without deaths": {
+				series("delaybridge_dead_total", startingAt(55, constant(0)), "instance", "b", "topic", "orders"),
+				series("process_start_time_seconds", startingAt(55, constant(syntheticStart+55*60)), "instance", "b"),
+			},
+		},
+	},
+	"DelaybridgeOldestOverdueHigh": {
+		firing: map[string][]synthetic{
+			"nothing claimed since minute 40": {
+				series("delaybridge_oldest_overdue_seconds", func(m float64) float64 { return max(0, 60*(m-40)) }, "instance", "a", "topic", "orders"),
+				series("delaybridge_oldest_overdue_seconds", constant(0), "instance", "b", "topic", "orders"),
+			},
+		},
+		quiet: map[string][]synthetic{
+			"busy, a few seconds behind": {series("delaybridge_oldest_overdue_seconds", constant(3), "instance", "a", "topic", "orders")},
+			"a two-minute stall at minute 50, drained": {series("delaybridge_oldest_overdue_seconds", func(m float64) float64 {
+				if m >= 50 && m < 52 {
+					return 60 * (m - 50)
 				}
-				return 5
+				return 0
 			}, "instance", "a", "topic", "orders")},
 		},
-		quiet: map[string][]synthetic{"old deaths only": {series("delaybridge_dead_total", constant(5), "instance", "a", "topic", "orders")}},
 	},
 	"DelaybridgePublishFailing": {
 		firing: map[string][]synthetic{

@@ -128,6 +128,11 @@ func runAndStop(t *testing.T, bin string) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	checkServedLabelValues(t, body, queriedLabelValues(t))
+	// Counters exist at 0 from the start, so an alert on increase() sees
+	// the first event (forwarder's TestFreshForwarderExportsEverySeriesAtZero).
+	if !bytes.Contains(body, []byte("\ndelaybridge_dead_total{topic=\"x\"} 0\n")) {
+		t.Errorf("/metrics of a fresh daemon has no delaybridge_dead_total{topic=\"x\"} 0:\n%.3000s", body)
+	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -3,12 +3,16 @@ package deploy
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 )
 
 var dashboardFile = filepath.Join("grafana", "delaybridge.json")
@@ -20,9 +24,10 @@ type dashboardPanel struct {
 	Datasource *datasourceRef           `json:"datasource"`
 	GridPos    struct{ X, Y, W, H int } `json:"gridPos"`
 	Targets    []struct {
-		RefID      string         `json:"refId"`
-		Expr       string         `json:"expr"`
-		Datasource *datasourceRef `json:"datasource"`
+		RefID        string         `json:"refId"`
+		Expr         string         `json:"expr"`
+		LegendFormat string         `json:"legendFormat"`
+		Datasource   *datasourceRef `json:"datasource"`
 	} `json:"targets"`
 	Panels []dashboardPanel `json:"panels"` // a row's panels
 }
@@ -38,12 +43,14 @@ type dashboard struct {
 	SchemaVersion int              `json:"schemaVersion"`
 	Panels        []dashboardPanel `json:"panels"`
 	Templating    struct {
-		List []struct {
-			Name  string          `json:"name"`
-			Type  string          `json:"type"`
-			Query json.RawMessage `json:"query"`
-		} `json:"list"`
+		List []dashboardVar `json:"list"`
 	} `json:"templating"`
+}
+
+type dashboardVar struct {
+	Name  string          `json:"name"`
+	Type  string          `json:"type"`
+	Query json.RawMessage `json:"query"`
 }
 
 // grafanaBuiltins are replaced by Grafana before the query reaches Prometheus.
@@ -83,16 +90,37 @@ func TestDashboard(t *testing.T) {
 				t.Errorf("variable %s: query %s: %v", v.Name, v.Query, err)
 				continue
 			}
-			m := regexp.MustCompile(`^label_values\((\w+),\s*(\w+)\)$`).FindStringSubmatch(q.Query)
+			m := regexp.MustCompile(`^label_values\((.+),\s*(\w+)\)$`).FindStringSubmatch(q.Query)
 			if m == nil {
-				t.Errorf("variable %s: query %q: want label_values(metric, label)", v.Name, q.Query)
+				t.Errorf("variable %s: query %q: want label_values(selector, label)", v.Name, q.Query)
 				continue
 			}
-			if labels, ok := cat[m[1]]; !ok {
-				t.Errorf("variable %s: metric %s is not exported by the daemon", v.Name, m[1])
-			} else if !labels[m[2]] && !slices.Contains(targetLabels, m[2]) {
-				t.Errorf("variable %s: metric %s has no label %s", v.Name, m[1], m[2])
+			for _, prob := range checkPromQL(cat, m[1]) {
+				t.Errorf("variable %s: %s", v.Name, prob)
 			}
+			vs, err := parseSelector(m[1])
+			if err != nil {
+				t.Errorf("variable %s: %v", v.Name, err)
+				continue
+			}
+			if labels := cat[vs.Name]; !labels[m[2]] && !slices.Contains(targetLabels, m[2]) {
+				t.Errorf("variable %s: metric %s has no label %s", v.Name, vs.Name, m[2])
+			}
+			// Each variable narrows the ones after it: job, namespace, topic.
+			want := map[string][]string{"namespace": {"job"}, "topic": {"job", "namespace"}}[v.Name]
+			for _, prob := range missingScope(vs, want...) {
+				t.Errorf("variable %s: %s", v.Name, prob)
+			}
+			// The topic picker must list a topic from the first scrape, not
+			// from its first claim: its series exists at 0 in a fresh daemon.
+			if v.Name == "topic" && !freshDaemon(t).hasTopic(vs.Name) {
+				t.Errorf("variable topic: %s has no series of a topic in a fresh daemon; use one that exists at start (forwarder's freshSeries)", vs.Name)
+			}
+		}
+	}
+	for _, name := range []string{"datasource", "job", "namespace", "topic"} {
+		if !slices.ContainsFunc(d.Templating.List, func(v dashboardVar) bool { return v.Name == name }) {
+			t.Errorf("no %s variable", name)
 		}
 	}
 	if !vars["datasource"] {
@@ -134,6 +162,12 @@ func TestDashboard(t *testing.T) {
 				for _, prob := range checkPromQL(cat, expr) {
 					t.Errorf("panel %q query %s: %s\n%s", p.Title, tg.RefID, prob, tg.Expr)
 				}
+				for _, prob := range checkScoped(expr) {
+					t.Errorf("panel %q query %s: %s\n%s", p.Title, tg.RefID, prob, tg.Expr)
+				}
+				if instanceLegend.MatchString(tg.LegendFormat) {
+					t.Errorf("panel %q query %s: legend %q names the instance (an address); use {{pod}}", p.Title, tg.RefID, tg.LegendFormat)
+				}
 				all = append(all, tg.Expr)
 			}
 		}
@@ -149,7 +183,9 @@ func TestDashboard(t *testing.T) {
 		"in flight":               `state="inflight"`,
 		"dead":                    `state="dead"`,
 		"retries":                 "delaybridge_retried_total",
-		"owned slots per replica": "sum by (instance) (delaybridge_owned_slots",
+		"owned slots per replica": "sum by (pod) (delaybridge_owned_slots",
+		"oldest overdue age":      "max by (topic) (delaybridge_oldest_overdue_seconds",
+		"waiting to retry":        `state="retrying"`,
 	} {
 		if !strings.Contains(joined, needle) {
 			t.Errorf("no panel shows %s (no query contains %q)", what, needle)
@@ -158,4 +194,56 @@ func TestDashboard(t *testing.T) {
 	if !bytes.HasSuffix(b, []byte("\n")) {
 		t.Errorf("%s: end the file with a newline", dashboardFile)
 	}
+}
+
+var instanceLegend = regexp.MustCompile(`\{\{\s*instance\s*\}\}`)
+
+// parseSelector parses a variable's series selector.
+func parseSelector(expr string) (*parser.VectorSelector, error) {
+	node, err := promqlParser.ParseExpr(expr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", expr, err)
+	}
+	vs, ok := node.(*parser.VectorSelector)
+	if !ok {
+		return nil, fmt.Errorf("%s: want a series selector", expr)
+	}
+	return vs, nil
+}
+
+// missingScope returns a problem for each of the variables vars that vs
+// does not match its label on: var=~"$var".
+func missingScope(vs *parser.VectorSelector, vars ...string) []string {
+	var problems []string
+	for _, v := range vars {
+		if !slices.ContainsFunc(vs.LabelMatchers, func(m *labels.Matcher) bool {
+			return m.Name == v && m.Type == labels.MatchRegexp && m.Value == "$"+v
+		}) {
+			problems = append(problems, fmt.Sprintf("%s: no %s=~\"$%s\" matcher: the dashboard would mix jobs and namespaces", vs.String(), v, v))
+		}
+	}
+	return problems
+}
+
+// checkScoped returns a problem for every series selector of expr that the
+// job and namespace variables do not narrow, and every aggregation by
+// instance (an address, not a replica's name).
+func checkScoped(expr string) []string {
+	node, err := promqlParser.ParseExpr(expr)
+	if err != nil {
+		return nil // checkPromQL reports it
+	}
+	var problems []string
+	parser.Inspect(node, func(n parser.Node, _ []parser.Node) error {
+		switch n := n.(type) {
+		case *parser.VectorSelector:
+			problems = append(problems, missingScope(n, "job", "namespace")...)
+		case *parser.AggregateExpr:
+			if slices.Contains(n.Grouping, "instance") {
+				problems = append(problems, fmt.Sprintf("%s by instance: group by pod", n.Op))
+			}
+		}
+		return nil
+	})
+	return problems
 }

@@ -198,7 +198,15 @@ type prometheusConfig struct {
 		StaticConfigs []struct {
 			Targets []string `json:"targets"`
 		} `json:"static_configs,omitempty"`
+		RelabelConfigs []relabelConfig `json:"relabel_configs,omitempty"`
 	} `json:"scrape_configs"`
+}
+
+type relabelConfig struct {
+	SourceLabels []string `json:"source_labels,omitempty"`
+	Regex        string   `json:"regex,omitempty"`
+	TargetLabel  string   `json:"target_label,omitempty"`
+	Replacement  string   `json:"replacement,omitempty"`
 }
 
 func readPrometheusConfig(t *testing.T) prometheusConfig {
@@ -229,6 +237,13 @@ func TestPrometheusConfig(t *testing.T) {
 	for _, sc := range c.ScrapeConfigs {
 		if sc.MetricsPath != "" && sc.MetricsPath != "/metrics" {
 			t.Errorf("job %s: metrics_path %q, the daemon serves /metrics", sc.JobName, sc.MetricsPath)
+		}
+		for _, l := range []string{"pod", "namespace"} {
+			if !slices.ContainsFunc(sc.RelabelConfigs, func(r relabelConfig) bool {
+				return r.TargetLabel == l
+			}) {
+				t.Errorf("job %s: no relabelling sets %s, which the dashboard's legends and variables use", sc.JobName, l)
+			}
 		}
 		for _, sd := range sc.DNSSDConfigs {
 			found = found || slices.Contains(sd.Names, "delaybridge")

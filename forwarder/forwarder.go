@@ -165,6 +165,9 @@ func New(opt Options) (*Forwarder, error) {
 	if m == nil {
 		return nil, errors.New("forwarder: no metrics")
 	}
+	for _, t := range opt.Topics {
+		m.initTopic(t.Name)
+	}
 	return &Forwarder{
 		opt:   opt,
 		q:     opt.Queue,

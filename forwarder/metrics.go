@@ -6,6 +6,12 @@ import (
 
 // Metrics are the pipeline's Prometheus metrics. Labels stay low-cardinality:
 // topic, outcome, state; never a message id or a slot number.
+//
+// Every series the pipeline can emit exists from the start at 0: the op
+// series in NewMetrics, the per-topic ones when New sees the topics. A
+// counter that first appeared at its first event would start at 1, and
+// increase() and rate() would never see that event: an alert on the first
+// dead letter of a topic would stay quiet.
 type Metrics struct {
 	Claimed   *prometheus.CounterVec   // topic
 	Published *prometheus.CounterVec   // topic: confirmed by the broker
@@ -13,14 +19,24 @@ type Metrics struct {
 	Dead      *prometheus.CounterVec   // topic: moved to the dead set
 	Released  *prometheus.CounterVec   // topic: returned without an attempt (connection lost, shutdown)
 	Reaped    *prometheus.CounterVec   // topic: expired leases returned
-	Failures  *prometheus.CounterVec   // topic, outcome (broker, connection, permanent, timeout)
+	Failures  *prometheus.CounterVec   // topic, outcome (failureOutcomes)
 	Lateness  *prometheus.HistogramVec // topic: confirm time − due time
 	Latency   *prometheus.HistogramVec // topic: Publish call duration
-	Backlog   *prometheus.GaugeVec     // topic, state (scheduled, overdue, inflight, dead)
+	Backlog   *prometheus.GaugeVec     // topic, state (backlogStates)
+	Overdue   *prometheus.GaugeVec     // topic: age of the oldest overdue message
 	Owned     *prometheus.GaugeVec     // topic: slots this replica scans
 	Replicas  prometheus.Gauge         // live replicas seen in the heartbeat set
-	RedisErrs *prometheus.CounterVec   // op: failed Redis calls
+	RedisErrs *prometheus.CounterVec   // op (redisOps): failed Redis calls
 }
+
+// The label values the pipeline emits, created at 0 up front. outcome()
+// returns only failureOutcomes; every Redis call site counts its errors under
+// one of redisOps (the tests keep both lists honest).
+var (
+	failureOutcomes = []string{"permanent", "connection", "timeout", "broker"}
+	redisOps        = []string{"claim", "extend", "ack", "release", "retry", "reap", "stats", "heartbeat"}
+	backlogStates   = []string{"scheduled", "overdue", "retrying", "inflight", "dead"}
+)
 
 // NewMetrics creates the metrics and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -50,8 +66,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"topic"}),
 		Backlog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "delaybridge", Name: "backlog_messages",
-			Help: "Messages by state in the slots this replica owns (sum over replicas for the topic).",
+			Help: "Messages by state in the slots this replica owns (sum over replicas for the topic). " +
+				"retrying: scheduled messages that failed at least once and wait for another attempt (part of scheduled).",
 		}, []string{"topic", "state"}),
+		Overdue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "delaybridge", Name: "oldest_overdue_seconds",
+			Help: "Redis time minus the due time of the oldest overdue message in the slots this replica owns (0 if none; max over replicas for the topic).",
+		}, []string{"topic"}),
 		Owned: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "delaybridge", Name: "owned_slots",
 			Help: "Slots this replica scans.",
@@ -61,6 +82,27 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Live replicas in the heartbeat set.",
 		}),
 	}
-	reg.MustRegister(m.Lateness, m.Latency, m.Backlog, m.Owned, m.Replicas)
+	reg.MustRegister(m.Lateness, m.Latency, m.Backlog, m.Overdue, m.Owned, m.Replicas)
+	for _, op := range redisOps {
+		m.RedisErrs.WithLabelValues(op)
+	}
 	return m
+}
+
+// initTopic creates every series of one topic at 0 (a gauge already set by
+// an earlier Forwarder keeps its value).
+func (m *Metrics) initTopic(topic string) {
+	for _, c := range []*prometheus.CounterVec{m.Claimed, m.Published, m.Retried, m.Dead, m.Released, m.Reaped} {
+		c.WithLabelValues(topic)
+	}
+	for _, o := range failureOutcomes {
+		m.Failures.WithLabelValues(topic, o)
+	}
+	m.Lateness.WithLabelValues(topic)
+	m.Latency.WithLabelValues(topic)
+	for _, s := range backlogStates {
+		m.Backlog.WithLabelValues(topic, s)
+	}
+	m.Overdue.WithLabelValues(topic)
+	m.Owned.WithLabelValues(topic)
 }

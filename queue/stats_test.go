@@ -58,3 +58,67 @@ func TestScheduleOnAnAdoptedKeyWritesThatKeyAndItsTaggedKeys(t *testing.T) {
 	}
 	f.checkIndex()
 }
+
+func TestStatsCountsRetryingOnlyForScheduledMembersWithAttempts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, FormatRaw, 1)
+	k := f.tp.Keys(0)
+	now := f.redisNow()
+	f.zadd(0, now+60_000, "waits", "rescheduled", "fresh")
+	f.rdb.ZAdd(f.ctx, k.Inflight, redisZ(now+30_000, "claimed again"))
+	// "cancelled" left its record behind until the reaper's sweep.
+	f.rdb.HSet(f.ctx, k.Attempts, "waits", 1, "rescheduled", 3, "claimed again", 2, "cancelled", 1)
+
+	st, err := f.q.Stats(f.ctx, f.tp, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Retrying != 2 || st.Scheduled != 3 || st.Inflight != 1 {
+		t.Errorf("retrying %d scheduled %d inflight %d, want 2, 3, 1", st.Retrying, st.Scheduled, st.Inflight)
+	}
+}
+
+func TestStatsRetryingOfARealFailureAndOfAnEmptySlot(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, FormatRaw, 1)
+	if st, err := f.q.Stats(f.ctx, f.tp, 0); err != nil || st.Retrying != 0 {
+		t.Fatalf("empty slot: retrying %d, %v", st.Retrying, err)
+	}
+	f.zadd(0, f.redisNow()-1, "m")
+	f.claim(0, 1, time.Minute)
+	if out, err := f.q.Retry(f.ctx, f.tp, 0, Failure{Member: "m", Backoff: time.Minute, Reason: "nack"}, 10); err != nil || out != Retrying {
+		t.Fatalf("Retry = %v, %v", out, err)
+	}
+	st, err := f.q.Stats(f.ctx, f.tp, 0)
+	if err != nil || st.Retrying != 1 || st.Overdue != 0 || st.Inflight != 0 {
+		t.Errorf("after a failure: %+v, %v", st, err)
+	}
+}
+
+func TestRetryingSamplesAboveItsLimit(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, FormatRaw, 1)
+	k := f.tp.Keys(0)
+	now := f.redisNow()
+	for i := range 40 {
+		m := "m" + string(rune('A'+i))
+		f.rdb.HSet(f.ctx, k.Attempts, m, 1)
+		if i < 20 {
+			f.zadd(0, now+60_000, m)
+		}
+	}
+	if n, exact, err := f.q.retrying(f.ctx, k, 40); err != nil || n != 20 || !exact {
+		t.Errorf("at the limit: %d exact=%v %v, want 20 exact", n, exact, err)
+	}
+	// Above the limit, the hits of a random sample of 10 scale to 40.
+	n, exact, err := f.q.retrying(f.ctx, k, 10)
+	if err != nil || exact || n < 0 || n > 40 || n%4 != 0 {
+		t.Errorf("sampled: %d exact=%v %v, want an estimate in steps of 40/10", n, exact, err)
+	}
+	for i := 20; i < 40; i++ {
+		f.zadd(0, now+60_000, "m"+string(rune('A'+i)))
+	}
+	if n, exact, err := f.q.retrying(f.ctx, k, 10); err != nil || n != 40 || exact {
+		t.Errorf("sampled, all scheduled: %d exact=%v %v, want 40 estimated", n, exact, err)
+	}
+}
