@@ -119,15 +119,15 @@ func TestFreshForwarderExportsEverySeriesAtZero(t *testing.T) {
 }
 
 // TestOutcomesAreTheInitialisedOnes keeps failureOutcomes complete: every
-// kind of error outcome() sorts maps to a value created at 0.
+// kind of error outcomeOf sorts maps to a value created at 0.
 func TestOutcomesAreTheInitialisedOnes(t *testing.T) {
 	t.Parallel()
 	for _, err := range []error{
 		sinks.ErrPermanent, sinks.ErrNotConnected, sinks.ErrClosed,
 		context.Canceled, context.DeadlineExceeded, errors.New("nack"),
 	} {
-		if o := outcome(err); !slices.Contains(failureOutcomes, o) {
-			t.Errorf("outcome(%v) = %q, not in failureOutcomes %q", err, o, failureOutcomes)
+		if o := outcomeOf(err).String(); !slices.Contains(failureOutcomes, o) {
+			t.Errorf("outcomeOf(%v) = %q, not in failureOutcomes %q", err, o, failureOutcomes)
 		}
 	}
 }
