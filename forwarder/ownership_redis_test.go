@@ -64,8 +64,8 @@ func TestReplicaCutOffFromRedisStopsScanningWithinTTL(t *testing.T) {
 
 	proxy.Restore()
 	eventually(t, 15*time.Second, "owns all 8 slots again", func() bool { return owned() == 8 })
-	if live, err := q.Heartbeat(context.Background(), prefix, "observer", time.Second); err != nil || len(live) != 2 {
-		t.Errorf("replica set %v, %v: want a and the observer", live, err)
+	if set, err := q.Heartbeat(context.Background(), prefix, "observer", time.Second); err != nil || len(set.Live) != 2 {
+		t.Errorf("replica set %v, %v: want a and the observer", set.Live, err)
 	}
 	if err := stop(); err != nil {
 		t.Errorf("run: %v", err)

@@ -21,10 +21,34 @@ type SlotStats struct {
 	OldestOverdue time.Time
 }
 
+// statsScript reads the backlog of one slot.
+//
+// KEYS -> slotKeys
+//
+// Returns {now, scheduled, overdue, inflight, dead, next due or "", oldest
+// overdue or ""}.
+var statsScript = slotScript(nowLua, `
+local nowstr = string.format('%.0f', now)
+local first = redis.call('ZRANGE', sched, 0, 0, 'WITHSCORES')
+local overdue = redis.call('ZCOUNT', sched, '-inf', nowstr)
+local nxt = ''
+local oldest = ''
+if first[2] then
+  if overdue > 0 then
+    oldest = first[2]
+    local up = redis.call('ZRANGEBYSCORE', sched, '(' .. nowstr, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    if up[2] then nxt = up[2] end
+  else
+    nxt = first[2]
+  end
+end
+return {nowstr, redis.call('ZCARD', sched), overdue, redis.call('ZCARD', inflight), redis.call('ZCARD', dead), nxt, oldest}
+`)
+
 // Stats reads the backlog of one slot.
 func (q *Queue) Stats(ctx context.Context, t Topic, slot int) (SlotStats, error) {
 	k := t.Keys(slot)
-	res, err := statsScript.Run(ctx, q.rdb, []string{k.Scheduled, k.Inflight, k.Dead}).Slice()
+	res, err := statsScript.Run(ctx, q.rdb, slotKeys(k)).Slice()
 	if err != nil {
 		return SlotStats{}, fmt.Errorf("stats %s: %w", k.Scheduled, err)
 	}

@@ -43,7 +43,7 @@ func TestScheduleOnAnAdoptedKeyWritesThatKeyAndItsTaggedKeys(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatEnvelope, 1)
 	f.tp.Key = "{" + f.tp.Prefix + "}:delayqueue"
-	r, err := f.q.ScheduleIn(f.ctx, f.tp, Message{ID: "a", Body: []byte("x")}, -time.Second)
+	r, err := f.q.Schedule(f.ctx, f.tp, Message{ID: "a", Body: []byte("x")}, In(-time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func (e *cliEnv) mustRun(stdin string, args ...string) string {
 // kill schedules an envelope or raw message on t and dead-letters it.
 func (e *cliEnv) kill(t queue.Topic, m queue.Message, reason string) queue.Receipt {
 	e.t.Helper()
-	r, err := e.q.ScheduleIn(e.ctx, t, m, -time.Second)
+	r, err := e.q.Schedule(e.ctx, t, m, queue.In(-time.Second))
 	if err != nil {
 		e.t.Fatal(err)
 	}
