@@ -1,11 +1,13 @@
 package queue
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // WakeChannel is the Pub/Sub channel, "<prefix>:wake", on which every
@@ -61,6 +63,61 @@ func ParseWake(payload string) (Wake, error) {
 	}
 	w.Score = score
 	return w, nil
+}
+
+// wakeRetry is how long Wakes waits before it subscribes again once its
+// subscription ended: long enough not to spin against a Redis that is down,
+// short enough that scanners, which still poll, lose little precision.
+const wakeRetry = time.Second
+
+// Wakes subscribes to WakeChannel(prefix) and delivers every wake-up parsed,
+// until ctx ends; then it closes the channel. A payload whose score alone is
+// unusable is delivered with Score -Inf (see ParseWake: look at once); other
+// malformed payloads are dropped. When the subscription ends it subscribes
+// again after wakeRetry. Wake-ups are hints: one missed meanwhile only delays
+// a message until its scanner's next poll.
+func (q *Queue) Wakes(ctx context.Context, prefix string) <-chan Wake {
+	out := make(chan Wake)
+	go func() {
+		defer close(out)
+		for ctx.Err() == nil {
+			q.relayWakes(ctx, prefix, out)
+			t := time.NewTimer(wakeRetry)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}()
+	return out
+}
+
+// relayWakes runs one subscription: it returns when ctx ends or the
+// subscription's channel closes.
+func (q *Queue) relayWakes(ctx context.Context, prefix string, out chan<- Wake) {
+	ps := q.rdb.Subscribe(ctx, WakeChannel(prefix))
+	defer ps.Close()
+	ch := ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case msg, ok := <-ch:
+			if !ok {
+				return
+			}
+			w, err := ParseWake(msg.Payload)
+			if err != nil && !errors.Is(err, ErrWakeScore) {
+				continue
+			}
+			select {
+			case out <- w:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
 }
 
 // wakeArgs are the channel and payload prefix a script publishes for slot.
