@@ -2,15 +2,13 @@ package queue_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delaybridge/delaybridge/internal/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -18,11 +16,7 @@ import (
 // redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}) or the client you
 // already have (standalone, Sentinel or Cluster).
 func exampleRedis() *redis.Client {
-	url := os.Getenv("DELAYBRIDGE_TEST_REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opt, err := redis.ParseURL(url)
+	opt, err := redis.ParseURL(redistest.URL())
 	if err != nil {
 		panic(err)
 	}
@@ -31,15 +25,9 @@ func exampleRedis() *redis.Client {
 
 // exampleTopic is a topic under a key prefix of its own, deleted by cleanup.
 func exampleTopic(rdb *redis.Client, format queue.Format, slots int) (queue.Topic, func()) {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	prefix := "example:" + hex.EncodeToString(b)
+	prefix := "example:" + redistest.Suffix()
 	return queue.Topic{Name: "orders", Prefix: prefix, Slots: slots, Format: format}, func() {
-		ctx := context.Background()
-		keys, _ := rdb.Keys(ctx, prefix+":*").Result()
-		if len(keys) > 0 {
-			rdb.Del(ctx, keys...)
-		}
+		_ = redistest.DeleteKeys(context.Background(), rdb, prefix)
 		rdb.Close()
 	}
 }

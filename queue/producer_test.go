@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delaybridge/delaybridge/internal/redistest"
 )
 
 func TestSchedulePutsRawMemberInItsCRC32Slot(t *testing.T) {
@@ -332,7 +334,7 @@ func TestScheduleBatchOfRawMembersWakesEachSlotOnce(t *testing.T) {
 func TestEvalAllLoadsAScriptRedisDoesNotKnow(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatRaw, 1)
-	s := redis.NewScript("-- " + randomSuffix() + "\nreturn ARGV[1] .. KEYS[1]")
+	s := redis.NewScript("-- " + redistest.Suffix() + "\nreturn ARGV[1] .. KEYS[1]")
 	cmds, err := f.q.evalAll(f.ctx, s, []scriptCall{{keys: []string{"k1"}, args: []any{"a"}}, {keys: []string{"k2"}, args: []any{"b"}}})
 	if err != nil {
 		t.Fatal(err)

@@ -5,12 +5,13 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/delaybridge/delaybridge/internal/redistest"
 )
 
 func TestHeartbeatReturnsLiveReplicasWithDeadlinesAndDropsExpiredOnes(t *testing.T) {
 	t.Parallel()
-	rdb := newTestClient(t)
-	prefix := testPrefix(t, rdb)
+	rdb, prefix := redistest.New(t)
 	q := New(rdb)
 	ctx := context.Background()
 

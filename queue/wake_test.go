@@ -5,12 +5,13 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/delaybridge/delaybridge/internal/redistest"
 )
 
 func TestWakesDeliversParsedWakeUpsAndClosesWhenCtxEnds(t *testing.T) {
 	t.Parallel()
-	rdb := newTestClient(t)
-	prefix := testPrefix(t, rdb)
+	rdb, prefix := redistest.New(t)
 	q := New(rdb)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
