@@ -288,7 +288,7 @@ func runIdle(ctx context.Context, e *env) (Scenario, error) {
 	}
 	defer d.finish(e.o.keepLogs)
 	time.Sleep(2 * time.Second) // past start-up: first claims, reaps and stats
-	mon, err := startMonitor(ctx, e.o.redisURL, d.cmd.Process.Pid)
+	mon, err := startMonitor(ctx, e.o.redisURL, d.PID())
 	if err != nil {
 		return r, err
 	}

@@ -2,33 +2,37 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
+	"maps"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delaybridge/delaybridge/internal/e2etest"
 )
 
-// daemon is one running delaybridge process.
+// daemon is one running delaybridge process, launched as the tests launch
+// theirs (internal/e2etest).
 type daemon struct {
-	cmd      *exec.Cmd
-	addr     string // of /metrics
-	logPath  string
-	done     chan error
+	*e2etest.Daemon
 	finished bool
 }
+
+// startTimeout bounds how long a started daemon may take to own every slot of
+// its topic.
+const startTimeout = 30 * time.Second
+
+// stopTimeout is how long a daemon may drain after SIGTERM before it is
+// killed.
+const stopTimeout = 30 * time.Second
 
 // startDaemon runs `delaybridge run` with vars on top of an environment
 // stripped of every other DELAYBRIDGE_* variable, and waits until it serves
@@ -41,134 +45,71 @@ func startDaemon(ctx context.Context, e *env, vars map[string]string, slots int)
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("daemon binary: %w (run make build)", err)
 	}
-	cmd := exec.Command(bin, "run")
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DELAYBRIDGE_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	base := map[string]string{
+	all := map[string]string{
 		"DELAYBRIDGE_REDIS_URL":  e.o.redisURL,
 		"DELAYBRIDGE_AMQP_URL":   e.o.amqpURL,
-		"DELAYBRIDGE_HTTP_ADDR":  "127.0.0.1:0",
-		"DELAYBRIDGE_LOG_LEVEL":  "info",
-		"DELAYBRIDGE_LOG_FORMAT": "json",
 		"DELAYBRIDGE_REPLICA_ID": "bench-" + e.o.scenarioID,
 	}
-	for k, v := range vars {
-		base[k] = v
-	}
+	maps.Copy(all, vars)
 	for _, kv := range e.o.daemonEnv {
 		k, v, _ := strings.Cut(kv, "=")
-		base[k] = v
+		all[k] = v
 	}
-	for k, v := range base {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	logf, err := os.CreateTemp("", "delaybridge-bench-*.log")
+	ed, err := e2etest.Launch(bin, all)
 	if err != nil {
-		return nil, err
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		logf.Close()
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	d := &daemon{cmd: cmd, logPath: logf.Name(), done: make(chan error, 1)}
-	addrs := make(chan string, 1)
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		defer logf.Close()
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			logf.Write(line)
-			logf.Write([]byte{'\n'})
-			var rec struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
-			}
-			if bytes.Contains(line, []byte("http listening")) && json.Unmarshal(line, &rec) == nil && rec.Msg == "http listening" {
-				select {
-				case addrs <- rec.Addr:
-				default:
-				}
-			}
+		if ed != nil {
+			return nil, fmt.Errorf("%w; log: %s", err, keepLog(ed))
 		}
-		io.Copy(io.Discard, stderr)
-	}()
-	go func() {
-		<-copied
-		d.done <- cmd.Wait()
-	}()
-	select {
-	case d.addr = <-addrs:
-	case err := <-d.done:
-		return nil, fmt.Errorf("daemon exited before serving (%v); log: %s", err, d.logPath)
-	case <-time.After(30 * time.Second):
-		d.stop()
-		return nil, fmt.Errorf("daemon did not serve within 30 s; log: %s", d.logPath)
-	case <-ctx.Done():
-		d.stop()
-		return nil, ctx.Err()
+		return nil, err
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	d := &daemon{Daemon: ed}
+	deadline := time.Now().Add(startTimeout)
 	for {
 		m, err := d.metrics()
 		if err == nil && m[`delaybridge_owned_slots{topic="bench"}`] == float64(slots) {
 			return d, nil
 		}
-		if time.Now().After(deadline) {
-			d.stop()
-			return nil, fmt.Errorf("daemon did not own its %d slots within 30 s (%v); log: %s", slots, err, d.logPath)
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			_ = d.Stop(stopTimeout)
+			return nil, fmt.Errorf("daemon did not own its %d slots within %s (%v, %v); log: %s", slots, startTimeout, err, ctx.Err(), keepLog(ed))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// stop sends SIGTERM and waits (SIGKILL after 30 s).
-func (d *daemon) stop() error {
-	if d.cmd.ProcessState != nil {
-		return nil
-	}
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-d.done:
-		return err
-	case <-time.After(30 * time.Second):
-		d.cmd.Process.Kill()
-		<-d.done
-		return fmt.Errorf("daemon did not stop within 30 s of SIGTERM; log: %s", d.logPath)
-	}
-}
-
-// finish stops the daemon and removes its log unless kept.
+// finish stops the daemon and keeps its log in a file when asked to or when
+// it did not stop cleanly.
 func (d *daemon) finish(keep bool) {
 	if d.finished {
 		return
 	}
 	d.finished = true
-	if err := d.stop(); err != nil {
+	if err := d.Stop(stopTimeout); err != nil {
 		fmt.Fprintln(os.Stderr, "   daemon:", err)
 		keep = true
 	}
 	if keep {
-		fmt.Fprintln(os.Stderr, "   daemon log:", d.logPath)
-		return
+		fmt.Fprintln(os.Stderr, "   daemon log:", keepLog(d.Daemon))
 	}
-	os.Remove(d.logPath)
+}
+
+// keepLog writes the daemon's log to a file and returns its path.
+func keepLog(d *e2etest.Daemon) string {
+	f, err := os.CreateTemp("", "delaybridge-bench-*.log")
+	if err != nil {
+		return "(not kept: " + err.Error() + ")"
+	}
+	defer f.Close()
+	if _, err := f.WriteString(d.Log()); err != nil {
+		return "(not kept: " + err.Error() + ")"
+	}
+	return f.Name()
 }
 
 // metrics scrapes /metrics into name{labels} → value.
 func (d *daemon) metrics() (map[string]float64, error) {
 	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + d.addr + "/metrics")
+	resp, err := c.Get("http://" + d.Addr() + "/metrics")
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +201,7 @@ func (d *daemon) histograms() string {
 
 // cpu is the CPU time the process used so far: the sum of its threads'
 // schedstat run times (ns precision), or utime+stime when unavailable.
-func (d *daemon) cpu() time.Duration { return processCPU(d.cmd.Process.Pid) }
+func (d *daemon) cpu() time.Duration { return processCPU(d.PID()) }
 
 func processCPU(pid int) time.Duration {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
@@ -305,7 +246,7 @@ func processCPU(pid int) time.Duration {
 
 // peakRSS is the process's peak resident set (VmHWM) in bytes.
 func (d *daemon) peakRSS() int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.PID()))
 	if err != nil {
 		return 0
 	}
@@ -336,7 +277,7 @@ type window struct {
 
 func (e *env) startWindow(ctx context.Context, d *daemon) *window {
 	w := &window{d: d, e: e, start: time.Now(), procs: e.processes(), cpus0: map[string]time.Duration{}, noise: startNoiseProbe(e.rdb)}
-	w.procs["delaybridge"] = d.cmd.Process.Pid
+	w.procs["delaybridge"] = d.PID()
 	w.redis, _ = e.redisCounters(ctx)
 	w.cpu0 = d.cpu()
 	for name, pid := range w.procs {

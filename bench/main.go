@@ -136,7 +136,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.redisBin != "" {
-		srv, err := startRedis(ctx, o.redisBin)
+		srv, err := startRedis(o.redisBin)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)

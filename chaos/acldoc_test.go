@@ -53,7 +53,7 @@ func TestDocumentedACLIsTheTestedOne(t *testing.T) {
 
 // producerScripts hold the scripts only producers and operators run (the
 // Go producer API, the CLI's dead-set commands), never the daemon.
-var producerScripts = []string{"producer_scripts.go", "dead_scripts.go"}
+var producerScripts = []string{"schedule.go", "cancel.go", "reschedule.go", "lookup.go", "requeue.go", "purge.go"}
 
 // scriptCommands finds the commands that the Lua scripts in queue/ call,
 // except producers' scripts, with a file that calls each.

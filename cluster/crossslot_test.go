@@ -80,7 +80,7 @@ func exercise(ctx context.Context, q *queue.Queue, t queue.Topic) []error {
 	_, err := q.ScheduleBatch(ctx, t, items) // pipelined over every master
 	fail(-1, "schedule batch", err)
 	for s, m := range per {
-		_, err := q.ScheduleMessage(ctx, t, m.reschedule, queue.In(time.Hour))
+		_, err := q.Schedule(ctx, t, m.reschedule, queue.In(time.Hour))
 		fail(s, "schedule", err)
 	}
 

@@ -14,21 +14,63 @@ import (
 // filled in. Every variable tagged secret is redacted: a URL keeps all but
 // its password, any other secret shows only whether it is set.
 func (c Config) Redacted() map[string]string {
-	b := func(v bool) string { return strconv.FormatBool(v) }
-	m := map[string]string{
-		"REDIS_URL":               c.Redis.URL,
-		"REDIS_ADDRS":             strings.Join(c.Redis.Addrs, ","),
-		"REDIS_CLUSTER":           b(c.Redis.Cluster),
-		"REDIS_SENTINEL_MASTER":   c.Redis.SentinelMaster,
-		"REDIS_SENTINEL_USERNAME": c.Redis.SentinelUsername,
-		"REDIS_SENTINEL_PASSWORD": c.Redis.SentinelPassword,
-		"REDIS_USERNAME":          c.Redis.Username,
-		"REDIS_PASSWORD":          c.Redis.Password,
-		"REDIS_CA_FILE":           c.Redis.TLS.CAFile,
-		"REDIS_CERT_FILE":         c.Redis.TLS.CertFile,
-		"REDIS_KEY_FILE":          c.Redis.TLS.KeyFile,
-		"REDIS_TLS_INSECURE":      b(c.Redis.TLS.InsecureSkipVerify),
+	m := c.values()
+	// Redact by the env tags rather than in values, so a secret added later
+	// is redacted without anyone remembering to.
+	out := make(map[string]string, len(m))
+	secret := secretNames()
+	for k, v := range m {
+		if secret[k] {
+			v = redact(v)
+		}
+		out[Prefix+"_"+k] = v
+	}
+	return out
+}
 
+// values is every variable (without prefix) with its effective value, secrets
+// in clear.
+func (c Config) values() map[string]string {
+	m := map[string]string{}
+	maps.Copy(m, c.Redis.values())
+	maps.Copy(m, c.brokerValues())
+	maps.Copy(m, c.runValues())
+	names := make([]string, len(c.Topics))
+	for i, t := range c.Topics {
+		names[i] = t.Name
+		pre := "TOPIC_" + t.Var + "_"
+		m[pre+"SINK"] = t.Sink
+		m[pre+"SLOTS"] = strconv.Itoa(t.Slots)
+		m[pre+"KEY"] = t.Key
+		m[pre+"FORMAT"] = string(t.Format)
+		m[pre+"EXCHANGE"] = t.Exchange
+		m[pre+"ROUTING_KEY"] = t.RoutingKey
+		m[pre+"KAFKA_TOPIC"] = t.KafkaTopic
+		m[pre+"KAFKA_KEY"] = t.KafkaKey
+	}
+	m["TOPICS"] = strings.Join(names, ",")
+	return m
+}
+
+func (r Redis) values() map[string]string {
+	return map[string]string{
+		"REDIS_URL":               r.URL,
+		"REDIS_ADDRS":             strings.Join(r.Addrs, ","),
+		"REDIS_CLUSTER":           strconv.FormatBool(r.Cluster),
+		"REDIS_SENTINEL_MASTER":   r.SentinelMaster,
+		"REDIS_SENTINEL_USERNAME": r.SentinelUsername,
+		"REDIS_SENTINEL_PASSWORD": r.SentinelPassword,
+		"REDIS_USERNAME":          r.Username,
+		"REDIS_PASSWORD":          r.Password,
+		"REDIS_CA_FILE":           r.TLS.CAFile,
+		"REDIS_CERT_FILE":         r.TLS.CertFile,
+		"REDIS_KEY_FILE":          r.TLS.KeyFile,
+		"REDIS_TLS_INSECURE":      strconv.FormatBool(r.TLS.InsecureSkipVerify),
+	}
+}
+
+func (c Config) brokerValues() map[string]string {
+	return map[string]string{
 		"AMQP_URL":              c.AMQP.URL,
 		"AMQP_CA_FILE":          c.AMQP.TLS.CAFile,
 		"AMQP_CERT_FILE":        c.AMQP.TLS.CertFile,
@@ -38,14 +80,20 @@ func (c Config) Redacted() map[string]string {
 		"KAFKA_BROKERS":        strings.Join(c.Kafka.Brokers, ","),
 		"KAFKA_CLIENT_ID":      c.Kafka.ClientID,
 		"KAFKA_COMPRESSION":    c.Kafka.Compression,
-		"KAFKA_TLS":            b(c.Kafka.TLS.Enabled),
+		"KAFKA_TLS":            strconv.FormatBool(c.Kafka.TLS.Enabled),
 		"KAFKA_CA_FILE":        c.Kafka.TLS.CAFile,
 		"KAFKA_CERT_FILE":      c.Kafka.TLS.CertFile,
 		"KAFKA_KEY_FILE":       c.Kafka.TLS.KeyFile,
 		"KAFKA_SASL_MECHANISM": c.Kafka.SASLMechanism,
 		"KAFKA_SASL_USERNAME":  c.Kafka.SASLUsername,
 		"KAFKA_SASL_PASSWORD":  c.Kafka.SASLPassword,
+	}
+}
 
+// runValues are the daemon's own settings: keys, batches, retries, HTTP,
+// logs and ownership.
+func (c Config) runValues() map[string]string {
+	return map[string]string{
 		"KEY_PREFIX":           c.KeyPrefix,
 		"BATCH_SIZE":           strconv.Itoa(c.BatchSize),
 		"MAX_INFLIGHT_BATCHES": strconv.Itoa(c.MaxInflightBatches),
@@ -63,32 +111,6 @@ func (c Config) Redacted() map[string]string {
 		"HEARTBEAT_INTERVAL":   c.HeartbeatInterval.String(),
 		"HEARTBEAT_TTL":        c.HeartbeatTTL.String(),
 	}
-	names := make([]string, len(c.Topics))
-	for i, t := range c.Topics {
-		names[i] = t.Name
-		pre := "TOPIC_" + t.Var + "_"
-		m[pre+"SINK"] = t.Sink
-		m[pre+"SLOTS"] = strconv.Itoa(t.Slots)
-		m[pre+"KEY"] = t.Key
-		m[pre+"FORMAT"] = string(t.Format)
-		m[pre+"EXCHANGE"] = t.Exchange
-		m[pre+"ROUTING_KEY"] = t.RoutingKey
-		m[pre+"KAFKA_TOPIC"] = t.KafkaTopic
-		m[pre+"KAFKA_KEY"] = t.KafkaKey
-	}
-	m["TOPICS"] = strings.Join(names, ",")
-
-	// Redact by the env tags rather than above, so a secret added later is
-	// redacted without anyone remembering to.
-	out := make(map[string]string, len(m))
-	secret := secretNames()
-	for k, v := range m {
-		if secret[k] {
-			v = redact(v)
-		}
-		out[Prefix+"_"+k] = v
-	}
-	return out
 }
 
 // LogValue makes slog print the redacted configuration, so logging a Config

@@ -30,7 +30,32 @@ func (r Redis) Options() (*redis.UniversalOptions, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse %s_REDIS_URL %s: %w", Prefix, redact(r.URL), redactURLError(err))
 	}
-	o := &redis.UniversalOptions{
+	o := urlOptions(u)
+	if r.Username != "" {
+		o.Username = r.Username
+	}
+	if r.Password != "" {
+		o.Password = r.Password
+	}
+	serverName, err := r.topology(o, u)
+	if err != nil {
+		return nil, err
+	}
+	t := r.TLS
+	t.Enabled = t.Enabled || u.TLSConfig != nil
+	if o.TLSConfig, err = t.Config(serverName); err != nil {
+		return nil, fmt.Errorf("redis TLS: %w", err)
+	}
+	if o.TLSConfig != nil && u.TLSConfig != nil && u.TLSConfig.InsecureSkipVerify {
+		o.TLSConfig.InsecureSkipVerify = true // ?skip_verify=true in the URL
+	}
+	return o, nil
+}
+
+// urlOptions are the options a parsed URL gives, with our timeouts where it
+// sets none.
+func urlOptions(u *redis.Options) *redis.UniversalOptions {
+	return &redis.UniversalOptions{
 		DB:              u.DB,
 		Username:        u.Username,
 		Password:        u.Password,
@@ -54,27 +79,24 @@ func (r Redis) Options() (*redis.UniversalOptions, error) {
 		// shutdown) must hold on a stalled connection too.
 		ContextTimeoutEnabled: true,
 	}
-	if r.Username != "" {
-		o.Username = r.Username
-	}
-	if r.Password != "" {
-		o.Password = r.Password
-	}
+}
 
-	// serverName stays empty for Cluster and Sentinel: crypto/tls then
-	// checks each node's certificate against the host it dialled.
-	var serverName string
+// topology sets the addresses of a single Redis, a Cluster or a Sentinel
+// deployment and returns the TLS server name to check. It stays empty for
+// Cluster and Sentinel: crypto/tls then checks each node's certificate
+// against the host it dialled.
+func (r Redis) topology(o *redis.UniversalOptions, u *redis.Options) (serverName string, err error) {
 	switch {
 	case r.SentinelMaster == "" && (r.SentinelUsername != "" || r.SentinelPassword != ""):
-		return nil, errors.New("redis: SentinelUsername and SentinelPassword need SentinelMaster")
+		return "", errors.New("redis: SentinelUsername and SentinelPassword need SentinelMaster")
 	case r.Cluster && r.SentinelMaster != "":
-		return nil, errors.New("redis: Cluster and Sentinel cannot both be set")
+		return "", errors.New("redis: Cluster and Sentinel cannot both be set")
 	case r.Cluster:
 		if len(r.Addrs) == 0 {
-			return nil, errors.New("redis: Cluster needs Addrs")
+			return "", errors.New("redis: Cluster needs Addrs")
 		}
 		if u.DB != 0 {
-			return nil, fmt.Errorf("redis: Cluster has only database 0, the URL selects %d", u.DB)
+			return "", fmt.Errorf("redis: Cluster has only database 0, the URL selects %d", u.DB)
 		}
 		o.Addrs = r.Addrs
 		// One address (a configuration endpoint) would otherwise make
@@ -82,28 +104,19 @@ func (r Redis) Options() (*redis.UniversalOptions, error) {
 		o.IsClusterMode = true
 	case r.SentinelMaster != "":
 		if len(r.Addrs) == 0 {
-			return nil, errors.New("redis: Sentinel needs Addrs")
+			return "", errors.New("redis: Sentinel needs Addrs")
 		}
 		o.Addrs = r.Addrs
 		o.MasterName = r.SentinelMaster
 		o.SentinelUsername = r.SentinelUsername
 		o.SentinelPassword = r.SentinelPassword
 	case len(r.Addrs) > 0:
-		return nil, errors.New("redis: Addrs need Cluster or SentinelMaster")
+		return "", errors.New("redis: Addrs need Cluster or SentinelMaster")
 	default:
 		o.Addrs = []string{u.Addr}
 		serverName, _, _ = net.SplitHostPort(u.Addr)
 	}
-
-	t := r.TLS
-	t.Enabled = t.Enabled || u.TLSConfig != nil
-	if o.TLSConfig, err = t.Config(serverName); err != nil {
-		return nil, fmt.Errorf("redis TLS: %w", err)
-	}
-	if o.TLSConfig != nil && u.TLSConfig != nil && u.TLSConfig.InsecureSkipVerify {
-		o.TLSConfig.InsecureSkipVerify = true // ?skip_verify=true in the URL
-	}
-	return o, nil
+	return serverName, nil
 }
 
 // Client connects to Redis as Options describes. The caller closes it.

@@ -63,15 +63,15 @@ func TestEnvelopeRoundTripKeepsIDHeadersAndRoutingKey(t *testing.T) {
 	orders := queue.Topic{Name: "orders", Prefix: name, Slots: 4, Format: queue.FormatEnvelope}
 	events := queue.Topic{Name: "events", Prefix: name, Slots: 1, Format: queue.FormatEnvelope}
 	m := queue.Message{ID: "order-42", Body: []byte(`{"order":42}`), Headers: map[string]string{"tenant": "acme"}, RoutingKey: "eu.orders"}
-	if _, err := q.ScheduleIn(ctx, orders, m, 500*time.Millisecond); err != nil {
+	if _, err := q.Schedule(ctx, orders, m, queue.In(500*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
 	// Scheduling the same id again replaces it (idempotent producers).
-	if _, err := q.ScheduleIn(ctx, orders, m, 700*time.Millisecond); err != nil {
+	if _, err := q.Schedule(ctx, orders, m, queue.In(700*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
 	e := queue.Message{ID: "evt-7", Body: []byte("binary\x00\xffbody"), Headers: map[string]string{"kind": "reminder"}, RoutingKey: "user-7"}
-	if _, err := q.ScheduleIn(ctx, events, e, 500*time.Millisecond); err != nil {
+	if _, err := q.Schedule(ctx, events, e, queue.In(500*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
 

@@ -58,7 +58,7 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 		}
 		// Look again when the next message falls due, at the latest after
 		// the poll interval (a message scheduled earlier rings the alarm).
-		target := redisMillis(c.Now) + float64(opt.PollInterval)/float64(time.Millisecond)
+		target := queue.Millis(c.Now) + float64(opt.PollInterval)/float64(time.Millisecond)
 		if c.HasNext {
 			target = min(target, c.Next)
 		}
@@ -86,11 +86,6 @@ func (s *scanner) nap(ctx context.Context, target float64, skew time.Duration) b
 		}
 		target = at // an earlier message was announced: plan again
 	}
-}
-
-// redisMillis is t in Unix milliseconds, with its fraction.
-func redisMillis(t time.Time) float64 {
-	return float64(t.UnixNano()) / float64(time.Millisecond)
 }
 
 // While the sink is not connected, waitSink asks it again after

@@ -43,7 +43,10 @@ type Topic struct {
 type Options struct {
 	Queue  *queue.Queue
 	Topics []Topic
-	// KeyPrefix holds the replica set, <prefix>:replicas (default "dq").
+	// KeyPrefix holds the replica set, <prefix>:replicas, and the wake
+	// channel, <prefix>:wake. Empty means the topics' prefix; every topic's
+	// keys must use this prefix (New refuses a topic that does not: its
+	// wake-ups would never arrive).
 	KeyPrefix string
 
 	// BatchSize is the most messages claimed per round trip (default 500).
@@ -117,7 +120,12 @@ func (o *Options) defaults() error {
 	setDur(&o.HeartbeatTTL, 5*time.Second)
 	setDur(&o.BacklogInterval, 10*time.Second)
 	if o.KeyPrefix == "" {
-		o.KeyPrefix = queue.DefaultPrefix
+		o.KeyPrefix = o.Topics[0].KeyPrefix()
+	}
+	for _, t := range o.Topics {
+		if t.KeyPrefix() != o.KeyPrefix {
+			return fmt.Errorf("forwarder: topic %s has key prefix %q, not the forwarder's %q", t.Name, t.KeyPrefix(), o.KeyPrefix)
+		}
 	}
 	if o.ReplicaID == "" {
 		o.ReplicaID = "delaybridge"

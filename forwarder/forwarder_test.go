@@ -23,7 +23,7 @@ func TestDeliversEveryMessageInScoreOrderNeverEarly(t *testing.T) {
 	const n = 300
 	for i := range n {
 		due := base.Add(time.Duration(i*3) * time.Millisecond)
-		if err := q.Schedule(ctx, topic, fmt.Appendf(nil, "m%04d", i), due); err != nil {
+		if _, err := q.ScheduleMember(ctx, topic, fmt.Appendf(nil, "m%04d", i), queue.At(due)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -51,7 +51,7 @@ func TestBrokerRefusalsRetryWithBackoffThenDeadLetterWithReason(t *testing.T) {
 	sink.fail = func(m sinks.Message) error { return fmt.Errorf("unroutable: 312 NO_ROUTE") }
 	topic := queue.Topic{Name: "t", Prefix: prefix}
 	ctx := context.Background()
-	if err := q.Schedule(ctx, topic, []byte("poison"), time.Now()); err != nil {
+	if _, err := q.ScheduleMember(ctx, topic, []byte("poison"), queue.At(time.Now())); err != nil {
 		t.Fatal(err)
 	}
 	start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, AllSlots: true,
@@ -95,7 +95,7 @@ func TestPermanentFailureDeadLettersAtOnceAndOthersFlow(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	for i, m := range []string{"a", "huge", "b"} {
-		if err := q.Schedule(ctx, topic, []byte(m), now.Add(time.Duration(i)*time.Millisecond)); err != nil {
+		if _, err := q.ScheduleMember(ctx, topic, []byte(m), queue.At(now.Add(time.Duration(i)*time.Millisecond))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -118,7 +118,7 @@ func TestConnectionLossUsesNoAttemptAndClaimsNothingUntilReconnected(t *testing.
 	sink.connected = false
 	topic := queue.Topic{Name: "t", Prefix: prefix}
 	ctx := context.Background()
-	if err := q.Schedule(ctx, topic, []byte("m"), time.Now()); err != nil {
+	if _, err := q.ScheduleMember(ctx, topic, []byte("m"), queue.At(time.Now())); err != nil {
 		t.Fatal(err)
 	}
 	start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, AllSlots: true, MaxAttempts: 1, PollInterval: 20 * time.Millisecond})
@@ -156,7 +156,7 @@ func TestShutdownReturnsUnconfirmedMessagesWithinTimeout(t *testing.T) {
 	topic := queue.Topic{Name: "t", Prefix: prefix}
 	ctx := context.Background()
 	due := time.Now()
-	if err := q.Schedule(ctx, topic, []byte("m"), due); err != nil {
+	if _, err := q.ScheduleMember(ctx, topic, []byte("m"), queue.At(due)); err != nil {
 		t.Fatal(err)
 	}
 	stop := start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, AllSlots: true,
@@ -190,7 +190,7 @@ func TestReaperReturnsLeaseOfDeadClaimer(t *testing.T) {
 	q, prefix := testRedis(t)
 	topic := queue.Topic{Name: "t", Prefix: prefix}
 	ctx := context.Background()
-	if err := q.Schedule(ctx, topic, []byte("orphan"), time.Now().Add(-time.Second)); err != nil {
+	if _, err := q.ScheduleMember(ctx, topic, []byte("orphan"), queue.At(time.Now().Add(-time.Second))); err != nil {
 		t.Fatal(err)
 	}
 	// A replica that dies right after claiming.
@@ -283,7 +283,7 @@ func TestSlowBatchKeepsItsLeaseAndIsPublishedOnce(t *testing.T) {
 	sink.delay = 1500 * time.Millisecond // five leases
 	topic := queue.Topic{Name: "t", Prefix: prefix}
 	ctx := context.Background()
-	if err := q.Schedule(ctx, topic, []byte("slow"), time.Now().Add(-time.Second)); err != nil {
+	if _, err := q.ScheduleMember(ctx, topic, []byte("slow"), queue.At(time.Now().Add(-time.Second))); err != nil {
 		t.Fatal(err)
 	}
 	start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, AllSlots: true,

@@ -2,8 +2,6 @@ package forwarder
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"strings"
 	"sync"
@@ -11,9 +9,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/delaybridge/delaybridge/internal/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/sinks"
 )
@@ -22,35 +20,11 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// testRedis connects to the real Redis of DELAYBRIDGE_TEST_REDIS_URL and
-// returns a unique key prefix whose keys are deleted after the test.
+// testRedis connects to the test Redis (internal/redistest) and returns a
+// unique key prefix whose keys are deleted after the test.
 func testRedis(t *testing.T) (*queue.Queue, string) {
 	t.Helper()
-	url := os.Getenv("DELAYBRIDGE_TEST_REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatalf("parse %s: %v", url, err)
-	}
-	rdb := redis.NewClient(opt)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		t.Fatalf("redis at %s is required for this test: %v", url, err)
-	}
-	b := make([]byte, 4)
-	rand.Read(b)
-	prefix := "test-" + strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()) + "-" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			rdb.Del(ctx, iter.Val())
-		}
-		rdb.Close()
-	})
+	rdb, prefix := redistest.New(t)
 	return queue.New(rdb), prefix
 }
 

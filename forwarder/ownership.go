@@ -93,7 +93,7 @@ func (f *Forwarder) beat(ctx context.Context, out chan<- beat) {
 	b := beat{sent: time.Now()}
 	hctx, cancel := context.WithTimeout(ctx, f.opt.HeartbeatTTL)
 	defer cancel()
-	b.set, b.err = f.q.Beat(hctx, f.opt.KeyPrefix, f.opt.ReplicaID, f.opt.HeartbeatTTL)
+	b.set, b.err = f.q.Heartbeat(hctx, f.opt.KeyPrefix, f.opt.ReplicaID, f.opt.HeartbeatTTL)
 	out <- b
 }
 

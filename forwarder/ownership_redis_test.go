@@ -2,7 +2,6 @@ package forwarder
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delaybridge/delaybridge/internal/faultproxy"
+	"github.com/delaybridge/delaybridge/internal/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -22,14 +22,7 @@ import (
 func TestReplicaCutOffFromRedisStopsScanningWithinTTL(t *testing.T) {
 	t.Parallel()
 	q, prefix := testRedis(t)
-	url := os.Getenv("DELAYBRIDGE_TEST_REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opt := redistest.Options(t)
 	proxy, err := faultproxy.New(context.Background(), opt.Addr)
 	if err != nil {
 		t.Fatal(err)
@@ -64,8 +57,8 @@ func TestReplicaCutOffFromRedisStopsScanningWithinTTL(t *testing.T) {
 
 	proxy.Restore()
 	eventually(t, 15*time.Second, "owns all 8 slots again", func() bool { return owned() == 8 })
-	if live, err := q.Heartbeat(context.Background(), prefix, "observer", time.Second); err != nil || len(live) != 2 {
-		t.Errorf("replica set %v, %v: want a and the observer", live, err)
+	if set, err := q.Heartbeat(context.Background(), prefix, "observer", time.Second); err != nil || len(set.Live) != 2 {
+		t.Errorf("replica set %v, %v: want a and the observer", set.Live, err)
 	}
 	if err := stop(); err != nil {
 		t.Errorf("run: %v", err)

@@ -2,8 +2,6 @@ package forwarder
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -16,6 +14,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delaybridge/delaybridge/internal/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/sinks/amqp"
 )
@@ -111,34 +110,15 @@ func newPerfRig(b *testing.B, slots int) *perfRig {
 	if amqpURL == "" {
 		amqpURL = "amqp://guest:guest@127.0.0.1:5672/"
 	}
-	redisURL := os.Getenv("DELAYBRIDGE_TEST_REDIS_URL")
-	if redisURL == "" {
-		redisURL = "redis://127.0.0.1:6379/0"
-	}
-	opt, err := redis.ParseURL(redisURL)
-	if err != nil {
-		b.Fatal(err)
-	}
 	ctx := context.Background()
-	rig := &perfRig{ctx: ctx, rdb: redis.NewClient(opt), slots: slots}
-	b.Cleanup(func() { rig.rdb.Close() })
-	if err := rig.rdb.Ping(ctx).Err(); err != nil {
-		b.Fatalf("redis at %s is required: %v", redisURL, err)
-	}
-	id := make([]byte, 4)
-	rand.Read(id)
-	name := "perf-" + hex.EncodeToString(id)
+	rig := &perfRig{ctx: ctx, rdb: redistest.Connect(b), slots: slots}
+	name := redistest.Prefix(b, rig.rdb)
 	rig.topic = queue.Topic{Name: "perf", Prefix: name, Slots: slots}
-	b.Cleanup(func() {
-		keys, _ := rig.rdb.Keys(ctx, name+"*").Result()
-		if len(keys) > 0 {
-			rig.rdb.Del(ctx, keys...)
-		}
-	})
 
 	// The consumer's goroutines carry the label role=consumer, so a
 	// profile can leave them out: -tagignore role=consumer.
 	var conn *amqp091.Connection
+	var err error
 	pprof.Do(ctx, pprof.Labels("role", "consumer"), func(context.Context) {
 		conn, err = amqp091.Dial(amqpURL)
 	})

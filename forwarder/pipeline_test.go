@@ -58,7 +58,7 @@ func (h *heldSink) bodies() ([]string, int) {
 func scheduleNumbered(t *testing.T, q *queue.Queue, topic queue.Topic, n int, from time.Time) {
 	t.Helper()
 	for i := range n {
-		if err := q.Schedule(context.Background(), topic, fmt.Appendf(nil, "m%02d", i), from.Add(time.Duration(i)*time.Millisecond)); err != nil {
+		if _, err := q.ScheduleMember(context.Background(), topic, fmt.Appendf(nil, "m%02d", i), queue.At(from.Add(time.Duration(i)*time.Millisecond))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -152,7 +152,7 @@ func TestScannerSleepsUntilTheNextDueScoreNotThePollInterval(t *testing.T) {
 	sink := newRecordSink()
 	topic := queue.Topic{Name: "t", Prefix: prefix}
 	due := time.Now().Add(400 * time.Millisecond)
-	if err := q.Schedule(context.Background(), topic, []byte("later"), due); err != nil {
+	if _, err := q.ScheduleMember(context.Background(), topic, []byte("later"), queue.At(due)); err != nil {
 		t.Fatal(err)
 	}
 	start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, AllSlots: true, PollInterval: time.Hour})

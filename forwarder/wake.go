@@ -2,13 +2,9 @@ package forwarder
 
 import (
 	"context"
-	"errors"
 	"math"
 	"sync"
 	"sync/atomic"
-	"time"
-
-	"github.com/delaybridge/delaybridge/queue"
 )
 
 // alarm wakes one scanner for a message due before the time it planned to
@@ -98,38 +94,17 @@ func (w *wakeups) wake(k slotKey, score float64) {
 	}
 }
 
-// listenWake subscribes to the wake channel and nudges the scanners, until
-// ctx ends. A lost subscription only costs precision: scanners still wake at
-// their next due score or poll interval.
+// listenWake nudges the scanners with the queue's wake-ups until ctx ends.
+// A lost wake-up only costs precision: scanners still wake at their next due
+// score or poll interval.
 func (f *Forwarder) listenWake(ctx context.Context) {
 	index := map[string]int{}
 	for i, t := range f.opt.Topics {
 		index[t.Name] = i
 	}
-	for ctx.Err() == nil {
-		ps := f.q.Client().Subscribe(ctx, queue.WakeChannel(f.opt.KeyPrefix))
-		ch := ps.Channel()
-	recv:
-		for {
-			select {
-			case <-ctx.Done():
-				break recv
-			case msg, ok := <-ch:
-				if !ok {
-					break recv
-				}
-				// A payload whose score is unusable still names its slot
-				// (Score -Inf): look at once.
-				w, err := queue.ParseWake(msg.Payload)
-				if err != nil && !errors.Is(err, queue.ErrWakeScore) {
-					continue
-				}
-				if ti, known := index[w.Topic]; known {
-					f.wakes.wake(slotKey{ti, w.Slot}, w.Score)
-				}
-			}
+	for w := range f.q.Wakes(ctx, f.opt.KeyPrefix) {
+		if ti, known := index[w.Topic]; known {
+			f.wakes.wake(slotKey{ti, w.Slot}, w.Score)
 		}
-		ps.Close()
-		sleep(ctx, time.Second, nil)
 	}
 }

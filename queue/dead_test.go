@@ -12,7 +12,7 @@ import (
 // kill schedules a message, claims it and dead-letters it with reason.
 func (f *fixture) kill(m Message, reason string) Receipt {
 	f.t.Helper()
-	r, err := f.q.ScheduleIn(f.ctx, f.tp, m, -time.Second)
+	r, err := f.q.Schedule(f.ctx, f.tp, m, In(-time.Second))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestRequeueFromDeadPutsMessageBackDueNowWithAttemptsReset(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatRaw, 2)
 	k := f.tp.Keys(Slot([]byte("m"), 2))
-	r, _ := f.q.ScheduleIn(f.ctx, f.tp, Message{Body: []byte("m")}, -time.Second)
+	r, _ := f.q.Schedule(f.ctx, f.tp, Message{Body: []byte("m")}, In(-time.Second))
 	for attempt := 1; attempt <= 3; attempt++ {
 		eventually(t, "the retry is due", func() bool { return len(f.claim(r.Slot, 1, time.Minute).Messages) == 1 })
 		f.q.Retry(f.ctx, f.tp, r.Slot, Failure{Member: "m", Backoff: time.Millisecond, Reason: "nack"}, 3)
@@ -136,7 +136,7 @@ func TestRequeueSkipsADeadVersionWhoseIDWasScheduledAgain(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatEnvelope, 1)
 	old := f.kill(Message{ID: "a", Body: []byte("v1")}, "rejected")
-	newer, err := f.q.ScheduleIn(f.ctx, f.tp, Message{ID: "a", Body: []byte("v2")}, time.Hour)
+	newer, err := f.q.Schedule(f.ctx, f.tp, Message{ID: "a", Body: []byte("v2")}, In(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

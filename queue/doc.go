@@ -1,8 +1,17 @@
 // Package queue owns delaybridge's Redis data model: key names, slots, the
 // member formats (raw and envelope), the Lua scripts that claim, ack, retry,
-// release and reap messages, and the producer API: ScheduleAt, ScheduleIn,
-// ScheduleBatch, Cancel, CancelID, Reschedule, Get, and the dead set's
-// DeadList, DeadFind, Requeue and Purge.
+// release and reap messages, the wake-up channel, and the producer API:
+// Schedule, ScheduleMember, ScheduleBatch, Cancel, CancelID, Reschedule, Get,
+// and the dead set's DeadList, DeadFind, Requeue and Purge.
+//
+// Files follow the data: keys.go (key names, slots), scripts.go (the KEYS
+// layout and Lua helpers every slot script shares), then one file per
+// operation with its script right above the method that runs it: claim.go,
+// settle.go (ack, retry, release), extend.go (leases), reap.go, schedule.go,
+// batch.go, cancel.go, reschedule.go, lookup.go (Get), dead.go (listing),
+// requeue.go, purge.go, stats.go; wake.go (wake-ups), replicas.go
+// (heartbeats), millis.go (scores and times), envelope.go and message.go
+// (member formats), producer.go (the producer API's types and errors).
 //
 // Every script touches the keys of exactly one topic×slot, and all keys of a
 // slot share one Redis Cluster hash tag, so every call runs on one node and is
@@ -27,5 +36,6 @@
 //   - Scheduling an envelope id that exists replaces that message atomically.
 //   - Cancel and Reschedule of a message already claimed change nothing and
 //     report ErrInFlight.
-//   - Every successful schedule announces itself on WakeChannel.
+//   - Every successful schedule announces itself on WakeChannel; Wakes
+//     delivers them parsed.
 package queue

@@ -2,15 +2,13 @@ package queue_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delaybridge/delaybridge/internal/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -18,11 +16,7 @@ import (
 // redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}) or the client you
 // already have (standalone, Sentinel or Cluster).
 func exampleRedis() *redis.Client {
-	url := os.Getenv("DELAYBRIDGE_TEST_REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opt, err := redis.ParseURL(url)
+	opt, err := redis.ParseURL(redistest.URL())
 	if err != nil {
 		panic(err)
 	}
@@ -31,29 +25,23 @@ func exampleRedis() *redis.Client {
 
 // exampleTopic is a topic under a key prefix of its own, deleted by cleanup.
 func exampleTopic(rdb *redis.Client, format queue.Format, slots int) (queue.Topic, func()) {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	prefix := "example:" + hex.EncodeToString(b)
+	prefix := "example:" + redistest.Suffix()
 	return queue.Topic{Name: "orders", Prefix: prefix, Slots: slots, Format: format}, func() {
-		ctx := context.Background()
-		keys, _ := rdb.Keys(ctx, prefix+":*").Result()
-		if len(keys) > 0 {
-			rdb.Del(ctx, keys...)
-		}
+		_ = redistest.DeleteKeys(context.Background(), rdb, prefix)
 		rdb.Close()
 	}
 }
 
 // A raw topic's member is the message body itself: what any producer can
-// ZADD. ScheduleIn counts from Redis's clock, the one the forwarder uses.
-func ExampleQueue_ScheduleIn() {
+// ZADD. queue.In counts from Redis's clock, the one the forwarder uses.
+func ExampleQueue_Schedule() {
 	ctx := context.Background()
 	rdb := exampleRedis()
 	topic, cleanup := exampleTopic(rdb, queue.FormatRaw, 16)
 	defer cleanup()
 	q := queue.New(rdb)
 
-	r, err := q.ScheduleIn(ctx, topic, queue.Message{Body: []byte(`{"order":42,"event":"payment-timeout"}`)}, 30*time.Minute)
+	r, err := q.Schedule(ctx, topic, queue.Message{Body: []byte(`{"order":42,"event":"payment-timeout"}`)}, queue.In(30*time.Minute))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -68,7 +56,7 @@ func ExampleQueue_ScheduleIn() {
 // On an envelope topic every message has an id: scheduling the same id again
 // replaces the message (idempotent producers), and headers and a routing key
 // travel with it.
-func ExampleQueue_ScheduleAt() {
+func ExampleQueue_Schedule_envelope() {
 	ctx := context.Background()
 	rdb := exampleRedis()
 	topic, cleanup := exampleTopic(rdb, queue.FormatEnvelope, 8)
@@ -82,7 +70,7 @@ func ExampleQueue_ScheduleAt() {
 		Headers:    map[string]string{"tenant": "eu-1"},
 		RoutingKey: "orders.eu",
 	}
-	r, err := q.ScheduleAt(ctx, topic, msg, due)
+	r, err := q.Schedule(ctx, topic, msg, queue.At(due))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -90,7 +78,7 @@ func ExampleQueue_ScheduleAt() {
 	fmt.Println(r.Member)
 	fmt.Println("due", r.Due().UTC(), "replaced", r.Replaced)
 
-	r, _ = q.ScheduleAt(ctx, topic, msg, due.Add(time.Hour))
+	r, _ = q.Schedule(ctx, topic, msg, queue.At(due.Add(time.Hour)))
 	fmt.Println("due", r.Due().UTC(), "replaced", r.Replaced)
 	// Output:
 	// {"id":"order-42/payment-timeout","body":"{\"order\":42}","headers":{"tenant":"eu-1"},"routing_key":"orders.eu"}
@@ -107,11 +95,11 @@ func ExampleQueue_CancelID() {
 	defer cleanup()
 	q := queue.New(rdb)
 
-	q.ScheduleIn(ctx, topic, queue.Message{ID: "reminder-1", Body: []byte("hi")}, time.Hour)
+	q.Schedule(ctx, topic, queue.Message{ID: "reminder-1", Body: []byte("hi")}, queue.In(time.Hour))
 	ok, err := q.CancelID(ctx, topic, "reminder-1")
 	fmt.Println("cancelled:", ok, err)
 
-	q.ScheduleIn(ctx, topic, queue.Message{ID: "reminder-2", Body: []byte("hi")}, -time.Second)
+	q.Schedule(ctx, topic, queue.Message{ID: "reminder-2", Body: []byte("hi")}, queue.In(-time.Second))
 	q.Claim(ctx, topic, 0, 10, time.Minute) // what the forwarder does
 	_, err = q.CancelID(ctx, topic, "reminder-2")
 	fmt.Println("in flight:", errors.Is(err, queue.ErrInFlight))
@@ -129,7 +117,7 @@ func ExampleQueue_Reschedule() {
 	defer cleanup()
 	q := queue.New(rdb)
 
-	q.ScheduleIn(ctx, topic, queue.Message{ID: "trial-ends/u7", Body: []byte("{}")}, 24*time.Hour)
+	q.Schedule(ctx, topic, queue.Message{ID: "trial-ends/u7", Body: []byte("{}")}, queue.In(24*time.Hour))
 	r, err := q.Reschedule(ctx, topic, queue.ByID("trial-ends/u7"), queue.At(time.Date(2031, 3, 1, 0, 0, 0, 0, time.UTC)))
 	fmt.Println(r.Due().UTC(), err)
 
@@ -149,7 +137,7 @@ func ExampleQueue_Get() {
 	defer cleanup()
 	q := queue.New(rdb)
 
-	q.ScheduleAt(ctx, topic, queue.Message{ID: "invoice-9", Body: []byte{0xca, 0xfe}}, time.Date(2030, 6, 1, 0, 0, 0, 0, time.UTC))
+	q.Schedule(ctx, topic, queue.Message{ID: "invoice-9", Body: []byte{0xca, 0xfe}}, queue.At(time.Date(2030, 6, 1, 0, 0, 0, 0, time.UTC)))
 	info, err := q.Get(ctx, topic, "invoice-9")
 	if err != nil {
 		fmt.Println(err)
@@ -201,7 +189,7 @@ func ExampleQueue_Requeue() {
 	q := queue.New(rdb)
 
 	// A message the broker refused for good (what the forwarder does).
-	r, _ := q.ScheduleIn(ctx, topic, queue.Message{ID: "order-7", Body: []byte("x")}, -time.Second)
+	r, _ := q.Schedule(ctx, topic, queue.Message{ID: "order-7", Body: []byte("x")}, queue.In(-time.Second))
 	q.Claim(ctx, topic, 0, 10, time.Minute)
 	q.Retry(ctx, topic, 0, queue.Failure{Member: r.Member, Permanent: true, Reason: "NO_ROUTE: exchange orders"}, 10)
 

@@ -4,26 +4,24 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // extendScript renews the lease of members this replica still holds, so a
 // live replica's slow batch is never reaped from under it: only a replica
 // that died (or lost Redis) lets its leases expire.
 //
-// KEYS[1] -> inflight ZSET
+// KEYS     -> slotKeys
 // ARGV[1] -> lease, ms
 // ARGV[2…] -> members
 //
 // Returns how many were still in flight (and were extended). Members no
 // longer in flight are left alone.
-var extendScript = redis.NewScript(nowLua + `
+var extendScript = slotScript(nowLua, `
 local deadline = now + tonumber(ARGV[1])
 local n = 0
 for i = 2, #ARGV do
-  if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
-    redis.call('ZADD', KEYS[1], 'XX', deadline, ARGV[i])
+  if redis.call('ZSCORE', inflight, ARGV[i]) then
+    redis.call('ZADD', inflight, 'XX', deadline, ARGV[i])
     n = n + 1
   end
 end
@@ -42,7 +40,7 @@ func (q *Queue) Extend(ctx context.Context, t Topic, slot int, members []string,
 	for _, m := range members {
 		args = append(args, m)
 	}
-	n, err := extendScript.Run(ctx, q.rdb, []string{k.Inflight}, args...).Int()
+	n, err := extendScript.Run(ctx, q.rdb, slotKeys(k), args...).Int()
 	if err != nil {
 		return 0, fmt.Errorf("extend %d leases in %s: %w", len(members), k.Inflight, err)
 	}

@@ -9,7 +9,7 @@ func TestExtendKeepsALiveClaimFromBeingReaped(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatRaw, 1)
 	q, topic, ctx := f.q, f.tp, f.ctx
-	if err := q.Schedule(ctx, topic, []byte("slow"), time.Now().Add(-time.Second)); err != nil {
+	if _, err := q.ScheduleMember(ctx, topic, []byte("slow"), At(time.Now().Add(-time.Second))); err != nil {
 		t.Fatal(err)
 	}
 	c, err := q.Claim(ctx, topic, 0, 10, 150*time.Millisecond)

@@ -76,9 +76,9 @@ func (f *fixture) scheduleNow(id, body string) (string, int) {
 // scheduleAgo schedules an envelope that fell due ago before Redis's now.
 func (f *fixture) scheduleAgo(id, body string, ago time.Duration) (string, int) {
 	f.t.Helper()
-	r, err := f.q.ScheduleIn(f.ctx, f.tp, Message{ID: id, Body: []byte(body)}, -ago)
+	r, err := f.q.Schedule(f.ctx, f.tp, Message{ID: id, Body: []byte(body)}, In(-ago))
 	if err != nil {
-		f.t.Fatalf("ScheduleIn %s: %v", id, err)
+		f.t.Fatalf("Schedule %s: %v", id, err)
 	}
 	return r.Member, r.Slot
 }
@@ -88,13 +88,13 @@ func TestScheduleSameIDTwiceKeepsOneMessageAtTheLaterTime(t *testing.T) {
 	f := newFixture(t, FormatEnvelope, 4)
 	first := time.Now().Add(time.Hour).Truncate(time.Millisecond)
 	second := first.Add(24 * time.Hour)
-	r1, err := f.q.ScheduleAt(f.ctx, f.tp, Message{ID: "order-42", Body: []byte("v1")}, first)
+	r1, err := f.q.Schedule(f.ctx, f.tp, Message{ID: "order-42", Body: []byte("v1")}, At(first))
 	if err != nil || r1.Replaced != ReplacedNothing {
-		t.Fatalf("first ScheduleAt = %+v, %v", r1, err)
+		t.Fatalf("first Schedule = %+v, %v", r1, err)
 	}
-	r2, err := f.q.ScheduleAt(f.ctx, f.tp, Message{ID: "order-42", Body: []byte("v2")}, second)
+	r2, err := f.q.Schedule(f.ctx, f.tp, Message{ID: "order-42", Body: []byte("v2")}, At(second))
 	if err != nil || r2.Replaced != ReplacedScheduled {
-		t.Fatalf("second ScheduleAt = %+v, %v; want it to replace the scheduled one", r2, err)
+		t.Fatalf("second Schedule = %+v, %v; want it to replace the scheduled one", r2, err)
 	}
 	k := f.tp.Keys(r2.Slot)
 	zs, err := f.rdb.ZRangeWithScores(f.ctx, k.Scheduled, 0, -1).Result()
@@ -139,9 +139,9 @@ func TestScheduleIDWhileInFlightSchedulesNewOneAndOldDeliveryIsNeverRetried(t *t
 	if len(c.Messages) != 1 {
 		t.Fatal("nothing claimed")
 	}
-	r, err := f.q.ScheduleIn(f.ctx, f.tp, Message{ID: "a", Body: []byte("v2")}, time.Hour)
+	r, err := f.q.Schedule(f.ctx, f.tp, Message{ID: "a", Body: []byte("v2")}, In(time.Hour))
 	if err != nil || r.Replaced != ReplacedInFlight {
-		t.Fatalf("ScheduleIn = %+v, %v; want it to supersede the in-flight one", r, err)
+		t.Fatalf("Schedule = %+v, %v; want it to supersede the in-flight one", r, err)
 	}
 	// The old delivery goes on: its ack, retry, release and the reaper leave
 	// the new message alone and do not bring the old one back.
@@ -217,7 +217,7 @@ func (f *fixture) dump(slot int) map[string]any {
 func TestCancelByIDRemovesTheMessageAndItsID(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatEnvelope, 4)
-	if _, err := f.q.ScheduleIn(f.ctx, f.tp, Message{ID: "a", Body: []byte("x")}, time.Hour); err != nil {
+	if _, err := f.q.Schedule(f.ctx, f.tp, Message{ID: "a", Body: []byte("x")}, In(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := f.q.CancelID(f.ctx, f.tp, "a"); !ok || err != nil {
@@ -235,7 +235,7 @@ func TestCancelByIDRemovesTheMessageAndItsID(t *testing.T) {
 func TestCancelByMemberOfEnvelopeDropsItsID(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatEnvelope, 4)
-	r, err := f.q.ScheduleIn(f.ctx, f.tp, Message{ID: "a", Body: []byte("x")}, time.Hour)
+	r, err := f.q.Schedule(f.ctx, f.tp, Message{ID: "a", Body: []byte("x")}, In(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

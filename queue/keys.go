@@ -81,7 +81,10 @@ func (t Topic) slots() int {
 // SlotCount is the number of slots of the topic (at least 1).
 func (t Topic) SlotCount() int { return t.slots() }
 
-func (t Topic) prefix() string {
+// KeyPrefix is the prefix of the topic's keys: Prefix, or DefaultPrefix when
+// empty. The replica set and the wake channel of the daemon that forwards the
+// topic live under the same prefix.
+func (t Topic) KeyPrefix() string {
 	if t.Prefix == "" {
 		return DefaultPrefix
 	}
@@ -101,7 +104,7 @@ func (t Topic) Keys(slot int) SlotKeys {
 			base = "{" + t.Key + "}"
 		}
 	} else {
-		base = fmt.Sprintf("%s:{%s:%d}", t.prefix(), t.Name, slot)
+		base = fmt.Sprintf("%s:{%s:%d}", t.KeyPrefix(), t.Name, slot)
 		sched = base
 	}
 	return SlotKeys{

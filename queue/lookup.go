@@ -85,6 +85,22 @@ type Info struct {
 	Attempts int
 }
 
+// getScript reads the state of one envelope by id.
+//
+// KEYS    -> slotKeys
+// ARGV[1] -> envelope id
+//
+// Returns {} when the id names nothing live, else {member, score or "", lease
+// deadline or "", original due or "", attempts}.
+var getScript = slotScript(`
+local m = redis.call('HGET', ids, ARGV[1])
+if not m then return {} end
+local score = redis.call('ZSCORE', sched, m)
+local lease = redis.call('ZSCORE', inflight, m)
+if not score and not lease then return {} end
+return {m, score or '', lease or '', redis.call('HGET', dues, m) or '', redis.call('HGET', attempts, m) or '0'}
+`)
+
 // Get reads the message an envelope id names, while it is scheduled, waiting
 // to retry or in flight. An id that names nothing live (never scheduled,
 // cancelled, delivered or dead: see DeadFind) is ErrNotFound.
@@ -94,7 +110,7 @@ func (q *Queue) Get(ctx context.Context, t Topic, id string) (Info, error) {
 	}
 	slot := t.SlotOfID(id)
 	k := t.Keys(slot)
-	res, err := getScript.Run(ctx, q.rdb, []string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.IDs}, id).StringSlice()
+	res, err := getScript.Run(ctx, q.rdb, slotKeys(k), id).StringSlice()
 	if err != nil {
 		return Info{}, fmt.Errorf("get id %q in %s: %w", id, k.Scheduled, err)
 	}

@@ -9,15 +9,17 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delaybridge/delaybridge/internal/redistest"
 )
 
-func TestScheduleAtPutsRawMemberInItsCRC32Slot(t *testing.T) {
+func TestSchedulePutsRawMemberInItsCRC32Slot(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatRaw, 16)
 	due := time.UnixMilli(4102444800000) // 2100-01-01
 	for i := range 20 {
 		body := fmt.Sprintf(`{"order":%d}`, i)
-		r, err := f.q.ScheduleAt(f.ctx, f.tp, Message{Body: []byte(body)}, due)
+		r, err := f.q.Schedule(f.ctx, f.tp, Message{Body: []byte(body)}, At(due))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +31,7 @@ func TestScheduleAtPutsRawMemberInItsCRC32Slot(t *testing.T) {
 			t.Errorf("%s not in slot %d at the due time", body, want)
 		}
 	}
-	if err := f.q.Schedule(f.ctx, f.tp, []byte("plain"), due.Add(time.Hour)); err != nil {
+	if _, err := f.q.ScheduleMember(f.ctx, f.tp, []byte("plain"), At(due.Add(time.Hour))); err != nil {
 		t.Fatalf("Schedule: %v", err)
 	}
 	if _, ok := f.zscore(f.tp.Keys(Slot([]byte("plain"), 16)).Scheduled, "plain"); !ok {
@@ -41,7 +43,7 @@ func TestScheduleInCountsFromRedisTime(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatRaw, 1)
 	before := f.redisNow()
-	r, err := f.q.ScheduleIn(f.ctx, f.tp, Message{Body: []byte("m")}, 90*time.Second+500*time.Microsecond)
+	r, err := f.q.Schedule(f.ctx, f.tp, Message{Body: []byte("m")}, In(90*time.Second+500*time.Microsecond))
 	after := f.redisNow()
 	if err != nil {
 		t.Fatal(err)
@@ -63,9 +65,9 @@ func TestScheduleRefusesDueTimesThatCannotBeHonoured(t *testing.T) {
 		"past 2^53 ms":      At(time.UnixMilli(1<<53 + 2)),
 		"delay before 1970": In(-100 * 365 * 24 * time.Hour),
 	} {
-		_, err := f.q.ScheduleMessage(f.ctx, f.tp, Message{Body: []byte(name)}, w)
+		_, err := f.q.Schedule(f.ctx, f.tp, Message{Body: []byte(name)}, w)
 		if err == nil || !strings.Contains(err.Error(), "honoured") {
-			t.Errorf("%s: ScheduleMessage(%v) = %v, want a refusal", name, w, err)
+			t.Errorf("%s: Schedule(%v) = %v, want a refusal", name, w, err)
 		}
 		if !errors.Is(err, ErrBadDueTime) {
 			t.Errorf("%s: %v does not wrap ErrBadDueTime", name, err)
@@ -79,9 +81,9 @@ func TestScheduleRefusesDueTimesThatCannotBeHonoured(t *testing.T) {
 func TestScheduleOnRawTopicRefusesEnvelopeFields(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatRaw, 1)
-	_, err := f.q.ScheduleIn(f.ctx, f.tp, Message{ID: "a", Body: []byte("x")}, time.Hour)
+	_, err := f.q.Schedule(f.ctx, f.tp, Message{ID: "a", Body: []byte("x")}, In(time.Hour))
 	if !errors.Is(err, ErrNotEnvelope) {
-		t.Errorf("ScheduleIn with id on raw topic = %v, want ErrNotEnvelope", err)
+		t.Errorf("Schedule with id on raw topic = %v, want ErrNotEnvelope", err)
 	}
 	if _, err := f.q.CancelID(f.ctx, f.tp, "a"); !errors.Is(err, ErrNotEnvelope) {
 		t.Errorf("CancelID on raw topic = %v", err)
@@ -94,14 +96,14 @@ func TestScheduleOnRawTopicRefusesEnvelopeFields(t *testing.T) {
 func TestScheduleOnEnvelopeTopicNeedsAValidEnvelope(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatEnvelope, 2)
-	if _, err := f.q.ScheduleIn(f.ctx, f.tp, Message{Body: []byte("no id")}, time.Hour); !errors.Is(err, ErrInvalidEnvelope) {
+	if _, err := f.q.Schedule(f.ctx, f.tp, Message{Body: []byte("no id")}, In(time.Hour)); !errors.Is(err, ErrInvalidEnvelope) {
 		t.Errorf("no id: %v", err)
 	}
-	if err := f.q.Schedule(f.ctx, f.tp, []byte(`{"order":1}`), time.Now()); !errors.Is(err, ErrInvalidEnvelope) {
+	if _, err := f.q.ScheduleMember(f.ctx, f.tp, []byte(`{"order":1}`), At(time.Now())); !errors.Is(err, ErrInvalidEnvelope) {
 		t.Errorf("Schedule of a non-envelope member: %v", err)
 	}
 	member := []byte(`{"id":"hand-written","body":{"order":1},"headers":{"k":"v"}}`)
-	if err := f.q.Schedule(f.ctx, f.tp, member, time.Now().Add(time.Hour)); err != nil {
+	if _, err := f.q.ScheduleMember(f.ctx, f.tp, member, At(time.Now().Add(time.Hour))); err != nil {
 		t.Fatalf("Schedule of a hand-written envelope: %v", err)
 	}
 	info, err := f.q.Get(f.ctx, f.tp, "hand-written")
@@ -115,7 +117,7 @@ func TestScheduleCarriesBinaryBodies(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatEnvelope, 1)
 	body := []byte{0, 1, 2, 0xff, 0xfe, '"', '\\'}
-	if _, err := f.q.ScheduleIn(f.ctx, f.tp, Message{ID: "bin", Body: body}, -time.Second); err != nil {
+	if _, err := f.q.Schedule(f.ctx, f.tp, Message{ID: "bin", Body: body}, In(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	c := f.claim(0, 1, time.Minute)
@@ -133,7 +135,7 @@ func TestSchedulePublishesAWakeUpWithTopicSlotAndScore(t *testing.T) {
 	if _, err := sub.Receive(f.ctx); err != nil { // the subscription is confirmed
 		t.Fatal(err)
 	}
-	r, err := f.q.ScheduleIn(f.ctx, f.tp, Message{ID: "w", Body: []byte("x")}, time.Minute)
+	r, err := f.q.Schedule(f.ctx, f.tp, Message{ID: "w", Body: []byte("x")}, In(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +179,7 @@ func TestParseWakeReadsWhatIsPublished(t *testing.T) {
 func TestRescheduleMovesAScheduledMessage(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatRaw, 4)
-	if _, err := f.q.ScheduleIn(f.ctx, f.tp, Message{Body: []byte("m")}, time.Hour); err != nil {
+	if _, err := f.q.Schedule(f.ctx, f.tp, Message{Body: []byte("m")}, In(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	at := time.Now().Add(48 * time.Hour).Truncate(time.Millisecond)
@@ -220,7 +222,7 @@ func TestGetReportsScheduledRetryingAndInFlight(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatEnvelope, 4)
 	msg := Message{ID: "g", Body: []byte("x"), Headers: map[string]string{"h": "1"}, RoutingKey: "rk"}
-	r, err := f.q.ScheduleIn(f.ctx, f.tp, msg, -time.Second)
+	r, err := f.q.Schedule(f.ctx, f.tp, msg, In(-time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +334,7 @@ func TestScheduleBatchOfRawMembersWakesEachSlotOnce(t *testing.T) {
 func TestEvalAllLoadsAScriptRedisDoesNotKnow(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatRaw, 1)
-	s := redis.NewScript("-- " + randomSuffix() + "\nreturn ARGV[1] .. KEYS[1]")
+	s := redis.NewScript("-- " + redistest.Suffix() + "\nreturn ARGV[1] .. KEYS[1]")
 	cmds, err := f.q.evalAll(f.ctx, s, []scriptCall{{keys: []string{"k1"}, args: []any{"a"}}, {keys: []string{"k2"}, args: []any{"b"}}})
 	if err != nil {
 		t.Fatal(err)

@@ -2,78 +2,16 @@ package queue
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
+
+	"github.com/delaybridge/delaybridge/internal/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// testRedisURL is where the tests find Redis.
-func testRedisURL() string {
-	if u := os.Getenv("DELAYBRIDGE_TEST_REDIS_URL"); u != "" {
-		return u
-	}
-	return "redis://127.0.0.1:6379/0"
-}
-
-// newTestClient connects to the test Redis and fails the test loudly when it
-// cannot.
-func newTestClient(t testing.TB) *redis.Client {
-	t.Helper()
-	opt, err := redis.ParseURL(testRedisURL())
-	if err != nil {
-		t.Fatalf("parse DELAYBRIDGE_TEST_REDIS_URL %q: %v", testRedisURL(), err)
-	}
-	rdb := redis.NewClient(opt)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		rdb.Close()
-		t.Fatalf("Redis at %s is not reachable: %v", testRedisURL(), err)
-	}
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
-
-func randomSuffix() string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// testPrefix is a key prefix no other test uses; every key under it is
-// deleted when the test ends.
-func testPrefix(t testing.TB, rdb *redis.Client) string {
-	t.Helper()
-	name := strings.NewReplacer("/", "-", " ", "_", "*", "_", "?", "_", "[", "_", "]", "_").Replace(t.Name())
-	prefix := "test:" + name + ":" + randomSuffix()
-	t.Cleanup(func() { deleteKeys(t, rdb, prefix) })
-	return prefix
-}
-
-func deleteKeys(t testing.TB, rdb *redis.Client, prefix string) {
-	ctx := context.Background()
-	for _, pattern := range []string{prefix + ":*", "{" + prefix + "*"} {
-		iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		if err := iter.Err(); err != nil {
-			t.Errorf("clean up %s: %v", pattern, err)
-		}
-		if len(keys) > 0 {
-			rdb.Del(ctx, keys...)
-		}
-	}
-}
 
 // fixture is one test's queue and topic.
 type fixture struct {
@@ -86,8 +24,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, format Format, slots int) *fixture {
 	t.Helper()
-	rdb := newTestClient(t)
-	prefix := testPrefix(t, rdb)
+	rdb, prefix := redistest.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return &fixture{t: t, ctx: ctx, rdb: rdb, q: New(rdb), tp: Topic{Name: "orders", Prefix: prefix, Slots: slots, Format: format}}

@@ -60,14 +60,8 @@ func (s ReplicaSet) NextExpiry(self string) (time.Time, bool) {
 }
 
 // Heartbeat renews replica id in the replica set of prefix for ttl and
-// returns the live replicas (including id).
-func (q *Queue) Heartbeat(ctx context.Context, prefix, id string, ttl time.Duration) ([]string, error) {
-	s, err := q.Beat(ctx, prefix, id, ttl)
-	return s.Live, err
-}
-
-// Beat is Heartbeat returning the whole replica set with its deadlines.
-func (q *Queue) Beat(ctx context.Context, prefix, id string, ttl time.Duration) (ReplicaSet, error) {
+// returns the live replicas (including id) with their deadlines.
+func (q *Queue) Heartbeat(ctx context.Context, prefix, id string, ttl time.Duration) (ReplicaSet, error) {
 	return q.heartbeat(ctx, prefix, id, ttl, false)
 }
 
@@ -78,6 +72,7 @@ func (q *Queue) Leave(ctx context.Context, prefix, id string) ([]string, error) 
 	return s.Live, err
 }
 
+// heartbeat runs heartbeatScript: renew (or, with leave, drop) id.
 func (q *Queue) heartbeat(ctx context.Context, prefix, id string, ttl time.Duration, leave bool) (ReplicaSet, error) {
 	key := ReplicasKey(prefix)
 	res, err := heartbeatScript.Run(ctx, q.rdb, []string{key}, id, ttl.Milliseconds(), flag(leave)).StringSlice()

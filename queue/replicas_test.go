@@ -5,12 +5,13 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/delaybridge/delaybridge/internal/redistest"
 )
 
-func TestBeatReturnsLiveReplicasWithDeadlinesAndDropsExpiredOnes(t *testing.T) {
+func TestHeartbeatReturnsLiveReplicasWithDeadlinesAndDropsExpiredOnes(t *testing.T) {
 	t.Parallel()
-	rdb := newTestClient(t)
-	prefix := testPrefix(t, rdb)
+	rdb, prefix := redistest.New(t)
 	q := New(rdb)
 	ctx := context.Background()
 
@@ -20,7 +21,7 @@ func TestBeatReturnsLiveReplicasWithDeadlinesAndDropsExpiredOnes(t *testing.T) {
 	if _, err := q.Heartbeat(ctx, prefix, "b", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	set, err := q.Beat(ctx, prefix, "a", 10*time.Second)
+	set, err := q.Heartbeat(ctx, prefix, "a", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,11 +39,11 @@ func TestBeatReturnsLiveReplicasWithDeadlinesAndDropsExpiredOnes(t *testing.T) {
 	}
 
 	time.Sleep(100 * time.Millisecond) // short's heartbeat expires
-	live, err := q.Heartbeat(ctx, prefix, "a", 10*time.Second)
-	if err != nil || !slices.Equal(live, []string{"a", "b"}) {
-		t.Fatalf("live %v, %v; want a, b", live, err)
+	set, err = q.Heartbeat(ctx, prefix, "a", 10*time.Second)
+	if err != nil || !slices.Equal(set.Live, []string{"a", "b"}) {
+		t.Fatalf("live %v, %v; want a, b", set.Live, err)
 	}
-	live, err = q.Leave(ctx, prefix, "a")
+	live, err := q.Leave(ctx, prefix, "a")
 	if err != nil || !slices.Equal(live, []string{"b"}) {
 		t.Fatalf("after leaving: live %v, %v; want b", live, err)
 	}

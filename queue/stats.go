@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // SlotStats is the backlog of one topic×slot.
@@ -20,7 +18,7 @@ type SlotStats struct {
 	// Retrying is the part of Scheduled that failed at least once and waits
 	// for another attempt: scheduled members with an :attempts record. It is
 	// exact up to retryingSample records in the slot, an estimate from a
-	// random sample of them beyond (see retryingScript).
+	// random sample of them beyond (see statsScript).
 	Retrying int64
 	// NextDue is the earliest due time still in the future (zero if none).
 	NextDue time.Time
@@ -34,63 +32,77 @@ type SlotStats struct {
 // whole topic makes as large as the backlog.
 const retryingSample = 1000
 
-// retryingScript counts the scheduled members that have an attempts record.
+// statsScript reads the backlog of one slot.
 //
-// KEYS[1] -> scheduled ZSET
-// KEYS[2] -> attempts HASH
-// ARGV[1] -> most attempts records to look at
+// KEYS -> slotKeys
+// ARGV[1] -> most :attempts records to look at for the retrying count
 //
-// Returns {retrying, 1 when exact else 0}. HLEN of :attempts alone would
-// also count members in flight again and records left by a producer's
-// cancel until the reaper sweeps them, so each record's member is looked up
-// in the scheduled set: all of them when there are at most ARGV[1], else a
-// random sample of ARGV[1] (HRANDFIELD, distinct fields) whose share of hits
-// is scaled to HLEN.
-var retryingScript = redis.NewScript(`
-local n = redis.call('HLEN', KEYS[2])
-if n == 0 then return {0, 1} end
-local limit = tonumber(ARGV[1])
-local fields
-if n <= limit then
-  fields = redis.call('HKEYS', KEYS[2])
-else
-  fields = redis.call('HRANDFIELD', KEYS[2], limit)
-end
-local hits = 0
-for c = 1, #fields, 256 do
-  local scores = redis.call('ZMSCORE', KEYS[1], unpack(fields, c, math.min(c + 255, #fields)))
-  for j = 1, #scores do
-    if scores[j] then hits = hits + 1 end
+// Returns {now, scheduled, overdue, inflight, dead, next due or "", oldest
+// overdue or "", retrying, 1 when retrying is exact else 0}.
+//
+// Retrying: HLEN of :attempts alone would also count members in flight again
+// and records left by a producer's cancel until the reaper sweeps them, so
+// each record's member is looked up in the scheduled set: all of them when
+// there are at most ARGV[1], else a random sample of ARGV[1] (HRANDFIELD,
+// distinct fields) whose share of hits is scaled to HLEN.
+var statsScript = slotScript(nowLua, `
+local nowstr = string.format('%.0f', now)
+local first = redis.call('ZRANGE', sched, 0, 0, 'WITHSCORES')
+local overdue = redis.call('ZCOUNT', sched, '-inf', nowstr)
+local nxt = ''
+local oldest = ''
+if first[2] then
+  if overdue > 0 then
+    oldest = first[2]
+    local up = redis.call('ZRANGEBYSCORE', sched, '(' .. nowstr, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    if up[2] then nxt = up[2] end
+  else
+    nxt = first[2]
   end
 end
-if n <= limit then return {hits, 1} end
-return {math.floor(hits * n / #fields + 0.5), 0}
+local retrying, exact = 0, 1
+local n = redis.call('HLEN', attempts)
+if n > 0 then
+  local limit = tonumber(ARGV[1])
+  local fields
+  if n <= limit then
+    fields = redis.call('HKEYS', attempts)
+  else
+    fields = redis.call('HRANDFIELD', attempts, limit)
+  end
+  local hits = 0
+  for c = 1, #fields, 256 do
+    local scores = redis.call('ZMSCORE', sched, unpack(fields, c, math.min(c + 255, #fields)))
+    for j = 1, #scores do
+      if scores[j] then hits = hits + 1 end
+    end
+  end
+  retrying = hits
+  if n > limit then
+    retrying = math.floor(hits * n / #fields + 0.5)
+    exact = 0
+  end
+end
+return {nowstr, redis.call('ZCARD', sched), overdue, redis.call('ZCARD', inflight), redis.call('ZCARD', dead), nxt, oldest, retrying, exact}
 `)
 
-// retrying runs retryingScript on the keys k.
-func (q *Queue) retrying(ctx context.Context, k SlotKeys, limit int) (n int64, exact bool, err error) {
-	res, err := retryingScript.Run(ctx, q.rdb, []string{k.Scheduled, k.Attempts}, limit).Int64Slice()
-	if err != nil {
-		return 0, false, fmt.Errorf("count retrying in %s: %w", k.Scheduled, err)
-	}
-	if len(res) != 2 {
-		return 0, false, fmt.Errorf("count retrying in %s: malformed reply of %d elements", k.Scheduled, len(res))
-	}
-	return res[0], res[1] == 1, nil
+// Stats reads the backlog of one slot.
+func (q *Queue) Stats(ctx context.Context, t Topic, slot int) (SlotStats, error) {
+	s, _, err := q.stats(ctx, t.Keys(slot), slot, retryingSample)
+	return s, err
 }
 
-// Stats reads the backlog of one slot: one call of statsScript, and one of
-// retryingScript.
-func (q *Queue) Stats(ctx context.Context, t Topic, slot int) (SlotStats, error) {
-	k := t.Keys(slot)
-	res, err := statsScript.Run(ctx, q.rdb, []string{k.Scheduled, k.Inflight, k.Dead}).Slice()
+// stats runs statsScript on one slot, looking at no more than sample
+// :attempts records; exact reports whether Retrying counted them all.
+func (q *Queue) stats(ctx context.Context, k SlotKeys, slot, sample int) (s SlotStats, exact bool, err error) {
+	res, err := statsScript.Run(ctx, q.rdb, slotKeys(k), sample).Slice()
 	if err != nil {
-		return SlotStats{}, fmt.Errorf("stats %s: %w", k.Scheduled, err)
+		return SlotStats{}, false, fmt.Errorf("stats %s: %w", k.Scheduled, err)
 	}
-	if len(res) != 7 {
-		return SlotStats{}, fmt.Errorf("stats %s: malformed reply of %d elements", k.Scheduled, len(res))
+	if len(res) != 9 {
+		return SlotStats{}, false, fmt.Errorf("stats %s: malformed reply of %d elements", k.Scheduled, len(res))
 	}
-	s := SlotStats{Slot: slot}
+	s = SlotStats{Slot: slot}
 	s.Now = parseMillis(res[0])
 	s.Scheduled, _ = res[1].(int64)
 	s.Overdue, _ = res[2].(int64)
@@ -98,10 +110,9 @@ func (q *Queue) Stats(ctx context.Context, t Topic, slot int) (SlotStats, error)
 	s.Dead, _ = res[4].(int64)
 	s.NextDue = parseMillis(res[5])
 	s.OldestOverdue = parseMillis(res[6])
-	if s.Retrying, _, err = q.retrying(ctx, k, retryingSample); err != nil {
-		return SlotStats{}, err
-	}
-	return s, nil
+	s.Retrying, _ = res[7].(int64)
+	flag, _ := res[8].(int64)
+	return s, flag == 1, nil
 }
 
 // TopicStats reads every slot of t.

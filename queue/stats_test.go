@@ -43,7 +43,7 @@ func TestScheduleOnAnAdoptedKeyWritesThatKeyAndItsTaggedKeys(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatEnvelope, 1)
 	f.tp.Key = "{" + f.tp.Prefix + "}:delayqueue"
-	r, err := f.q.ScheduleIn(f.ctx, f.tp, Message{ID: "a", Body: []byte("x")}, -time.Second)
+	r, err := f.q.Schedule(f.ctx, f.tp, Message{ID: "a", Body: []byte("x")}, In(-time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,18 +107,18 @@ func TestRetryingSamplesAboveItsLimit(t *testing.T) {
 			f.zadd(0, now+60_000, m)
 		}
 	}
-	if n, exact, err := f.q.retrying(f.ctx, k, 40); err != nil || n != 20 || !exact {
-		t.Errorf("at the limit: %d exact=%v %v, want 20 exact", n, exact, err)
+	if st, exact, err := f.q.stats(f.ctx, k, 0, 40); err != nil || st.Retrying != 20 || !exact {
+		t.Errorf("at the limit: %d exact=%v %v, want 20 exact", st.Retrying, exact, err)
 	}
 	// Above the limit, the hits of a random sample of 10 scale to 40.
-	n, exact, err := f.q.retrying(f.ctx, k, 10)
-	if err != nil || exact || n < 0 || n > 40 || n%4 != 0 {
+	st, exact, err := f.q.stats(f.ctx, k, 0, 10)
+	if n := st.Retrying; err != nil || exact || n < 0 || n > 40 || n%4 != 0 {
 		t.Errorf("sampled: %d exact=%v %v, want an estimate in steps of 40/10", n, exact, err)
 	}
 	for i := 20; i < 40; i++ {
 		f.zadd(0, now+60_000, "m"+string(rune('A'+i)))
 	}
-	if n, exact, err := f.q.retrying(f.ctx, k, 10); err != nil || n != 40 || exact {
-		t.Errorf("sampled, all scheduled: %d exact=%v %v, want 40 estimated", n, exact, err)
+	if st, exact, err := f.q.stats(f.ctx, k, 0, 10); err != nil || st.Retrying != 40 || exact {
+		t.Errorf("sampled, all scheduled: %d exact=%v %v, want 40 estimated", st.Retrying, exact, err)
 	}
 }

@@ -1,11 +1,15 @@
 package queue
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/delaybridge/delaybridge/internal/backoff"
 )
 
 // WakeChannel is the Pub/Sub channel, "<prefix>:wake", on which every
@@ -61,6 +65,66 @@ func ParseWake(payload string) (Wake, error) {
 	}
 	w.Score = score
 	return w, nil
+}
+
+// wakeRetry is how Wakes waits before it subscribes again once its
+// subscription ended: from 100 ms, so a dropped connection costs little,
+// growing to 5 s, so a Redis that is down is not spun against; jittered so a
+// fleet does not resubscribe in lockstep. Scanners still poll meanwhile.
+var wakeRetry = backoff.Policy{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.2}
+
+// Wakes subscribes to WakeChannel(prefix) and delivers every wake-up parsed,
+// until ctx ends; then it closes the channel. A payload whose score alone is
+// unusable is delivered with Score -Inf (see ParseWake: look at once); other
+// malformed payloads are dropped. When the subscription ends it subscribes
+// again after a wakeRetry back-off. Wake-ups are hints: one missed meanwhile only delays
+// a message until its scanner's next poll.
+func (q *Queue) Wakes(ctx context.Context, prefix string) <-chan Wake {
+	out := make(chan Wake)
+	go func() {
+		defer close(out)
+		retry := backoff.New(wakeRetry)
+		for ctx.Err() == nil {
+			if q.relayWakes(ctx, prefix, out) {
+				retry.Reset()
+			}
+			t := time.NewTimer(retry.Next())
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}()
+	return out
+}
+
+// relayWakes runs one subscription: it returns when ctx ends or the
+// subscription's channel closes, reporting whether anything came through it.
+func (q *Queue) relayWakes(ctx context.Context, prefix string, out chan<- Wake) (relayed bool) {
+	ps := q.rdb.Subscribe(ctx, WakeChannel(prefix))
+	defer ps.Close()
+	ch := ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return relayed
+		case msg, ok := <-ch:
+			if !ok {
+				return relayed
+			}
+			relayed = true
+			w, err := ParseWake(msg.Payload)
+			if err != nil && !errors.Is(err, ErrWakeScore) {
+				continue
+			}
+			select {
+			case out <- w:
+			case <-ctx.Done():
+				return relayed
+			}
+		}
+	}
 }
 
 // wakeArgs are the channel and payload prefix a script publishes for slot.

@@ -31,7 +31,7 @@ func TestCancelCommandByIDCancelsAScheduledMessage(t *testing.T) {
 
 func TestCancelCommandByIDOfAClaimedMessageReportsInFlightAndChangesNothing(t *testing.T) {
 	e := newCLIEnv(t)
-	r, err := e.q.ScheduleIn(e.ctx, e.orders, queue.Message{ID: "order-7", Body: []byte("x")}, -time.Second)
+	r, err := e.q.Schedule(e.ctx, e.orders, queue.Message{ID: "order-7", Body: []byte("x")}, queue.In(-time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,10 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/delaybridge/delaybridge/internal/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -22,13 +20,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // The command tests set DELAYBRIDGE_* variables (t.Setenv), so they do not
 // run in parallel.
-
-func testRedisURL() string {
-	if u := os.Getenv("DELAYBRIDGE_TEST_REDIS_URL"); u != "" {
-		return u
-	}
-	return "redis://127.0.0.1:6379/0"
-}
 
 // cliEnv configures two topics under a key prefix of the test's own:
 // "orders" (envelope, 4 slots) and "legacy" (raw, 1 slot).
@@ -43,27 +34,10 @@ type cliEnv struct {
 
 func newCLIEnv(t *testing.T) *cliEnv {
 	t.Helper()
-	opt, err := redis.ParseURL(testRedisURL())
-	if err != nil {
-		t.Fatalf("parse DELAYBRIDGE_TEST_REDIS_URL %q: %v", testRedisURL(), err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
+	rdb, prefix := redistest.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		t.Fatalf("Redis at %s is not reachable: %v", testRedisURL(), err)
-	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	prefix := "clitest:" + strings.ReplaceAll(t.Name(), "/", "-") + ":" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		keys, _ := rdb.Keys(context.Background(), prefix+":*").Result()
-		if len(keys) > 0 {
-			rdb.Del(context.Background(), keys...)
-		}
-	})
-	t.Setenv("DELAYBRIDGE_REDIS_URL", testRedisURL())
+	t.Setenv("DELAYBRIDGE_REDIS_URL", redistest.URL())
 	t.Setenv("DELAYBRIDGE_KEY_PREFIX", prefix)
 	t.Setenv("DELAYBRIDGE_TOPICS", "orders,legacy")
 	t.Setenv("DELAYBRIDGE_TOPIC_ORDERS_FORMAT", "envelope")
@@ -96,7 +70,7 @@ func (e *cliEnv) mustRun(stdin string, args ...string) string {
 // kill schedules an envelope or raw message on t and dead-letters it.
 func (e *cliEnv) kill(t queue.Topic, m queue.Message, reason string) queue.Receipt {
 	e.t.Helper()
-	r, err := e.q.ScheduleIn(e.ctx, t, m, -time.Second)
+	r, err := e.q.Schedule(e.ctx, t, m, queue.In(-time.Second))
 	if err != nil {
 		e.t.Fatal(err)
 	}

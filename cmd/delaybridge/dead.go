@@ -189,25 +189,11 @@ func runDeadRepair(ctx context.Context, verb string, args []string, s stdio) int
 	}
 	results := map[string]any{}
 	for _, t := range topics {
-		var line string
-		if verb == "requeue" {
-			r, err := c.q.Requeue(ctx, t, ref)
-			if err != nil {
-				return c.fail(err)
-			}
-			results[t.Name] = map[string]int{"requeued": r.Requeued, "skipped": r.Skipped}
-			line = fmt.Sprintf("%s: requeued %d dead message(s), due now", t.Name, r.Requeued)
-			if r.Skipped > 0 {
-				line += fmt.Sprintf("; %d skipped: their id names a newer scheduled or in-flight message", r.Skipped)
-			}
-		} else {
-			n, err := c.q.Purge(ctx, t, ref)
-			if err != nil {
-				return c.fail(err)
-			}
-			results[t.Name] = map[string]int{"purged": n}
-			line = fmt.Sprintf("%s: purged %d dead message(s)", t.Name, n)
+		res, line, err := c.repair(ctx, verb, t, ref)
+		if err != nil {
+			return c.fail(err)
 		}
+		results[t.Name] = res
 		if !*asJSON {
 			fmt.Fprintln(s.out, line)
 		}
@@ -216,6 +202,27 @@ func runDeadRepair(ctx context.Context, verb string, args []string, s stdio) int
 		writeJSON(s.out, results)
 	}
 	return exitOK
+}
+
+// repair requeues or purges what ref names in t, and returns the counts and
+// the line that reports them.
+func (c *cli) repair(ctx context.Context, verb string, t queue.Topic, ref queue.Ref) (map[string]int, string, error) {
+	if verb == "purge" {
+		n, err := c.q.Purge(ctx, t, ref)
+		if err != nil {
+			return nil, "", err
+		}
+		return map[string]int{"purged": n}, fmt.Sprintf("%s: purged %d dead message(s)", t.Name, n), nil
+	}
+	r, err := c.q.Requeue(ctx, t, ref)
+	if err != nil {
+		return nil, "", err
+	}
+	line := fmt.Sprintf("%s: requeued %d dead message(s), due now", t.Name, r.Requeued)
+	if r.Skipped > 0 {
+		line += fmt.Sprintf("; %d skipped: their id names a newer scheduled or in-flight message", r.Skipped)
+	}
+	return map[string]int{"requeued": r.Requeued, "skipped": r.Skipped}, line, nil
 }
 
 // confirmPurge counts what a purge would delete and asks on stderr; ok false

@@ -54,7 +54,7 @@ func TestDeadListCommandShowsReasonsNewestFirst(t *testing.T) {
 
 func TestDeadRequeueCommandPutsTheMessageBackWithAttemptsReset(t *testing.T) {
 	e := newCLIEnv(t)
-	r, _ := e.q.ScheduleIn(e.ctx, e.orders, queue.Message{ID: "a", Body: []byte("x")}, -time.Second)
+	r, _ := e.q.Schedule(e.ctx, e.orders, queue.Message{ID: "a", Body: []byte("x")}, queue.In(-time.Second))
 	for range 3 { // three failed attempts, the last one kills it
 		deadline := time.Now().Add(30 * time.Second)
 		for {

@@ -35,7 +35,7 @@ func TestRescheduleCommandMovesAMessageByIDOrMember(t *testing.T) {
 
 func TestRescheduleCommandOfAClaimedOrUnknownMessageExits1(t *testing.T) {
 	e := newCLIEnv(t)
-	r, _ := e.q.ScheduleIn(e.ctx, e.orders, queue.Message{ID: "a", Body: []byte("x")}, -time.Second)
+	r, _ := e.q.Schedule(e.ctx, e.orders, queue.Message{ID: "a", Body: []byte("x")}, queue.In(-time.Second))
 	e.q.Claim(e.ctx, e.orders, r.Slot, 10, time.Minute)
 	if code, out, _ := e.run("", "reschedule", "orders", "--id", "a", "--in", "1h"); code != exitFail || !strings.Contains(out, "in flight") {
 		t.Errorf("in flight: exit %d, %q", code, out)

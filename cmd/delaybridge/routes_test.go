@@ -10,19 +10,15 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
+
+	"github.com/delaybridge/delaybridge/internal/redistest"
 )
 
 // TestHTTPServesOnlyMetricsAndProbes: the listener is reachable by whatever
 // scrapes the pod, so it answers /metrics, /healthz and /readyz to GET and
 // nothing else (no pprof, no expvar, no index, no writes).
 func TestHTTPServesOnlyMetricsAndProbes(t *testing.T) {
-	opt, err := redis.ParseURL(testRedisURL())
-	if err != nil {
-		t.Fatalf("parse DELAYBRIDGE_TEST_REDIS_URL %q: %v", testRedisURL(), err)
-	}
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
+	rdb := redistest.Connect(t)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "delaybridge_routes_test_total", Help: "a metric to find"}))
 	srv := httptest.NewServer(routes(reg, rdb, nil))

@@ -24,15 +24,15 @@ func fillForStats(e *cliEnv) int {
 		}
 	}
 	e.kill(e.orders, queue.Message{ID: "a", Body: []byte("dead")}, "rejected")
-	if _, err := e.q.ScheduleIn(e.ctx, e.orders, queue.Message{ID: same("b"), Body: []byte("x")}, -time.Second); err != nil {
+	if _, err := e.q.Schedule(e.ctx, e.orders, queue.Message{ID: same("b"), Body: []byte("x")}, queue.In(-time.Second)); err != nil {
 		e.t.Fatal(err)
 	}
 	if _, err := e.q.Claim(e.ctx, e.orders, slot, 1, time.Minute); err != nil {
 		e.t.Fatal(err)
 	}
-	e.q.ScheduleIn(e.ctx, e.orders, queue.Message{ID: same("c"), Body: []byte("x")}, -2*time.Minute)
-	e.q.ScheduleIn(e.ctx, e.orders, queue.Message{ID: same("d"), Body: []byte("x")}, time.Hour)
-	e.q.ScheduleIn(e.ctx, e.legacy, queue.Message{Body: []byte("old")}, -time.Second)
+	e.q.Schedule(e.ctx, e.orders, queue.Message{ID: same("c"), Body: []byte("x")}, queue.In(-2*time.Minute))
+	e.q.Schedule(e.ctx, e.orders, queue.Message{ID: same("d"), Body: []byte("x")}, queue.In(time.Hour))
+	e.q.Schedule(e.ctx, e.legacy, queue.Message{Body: []byte("old")}, queue.In(-time.Second))
 	return slot
 }
 

@@ -22,7 +22,7 @@ const StartTimeout = 60 * time.Second
 
 // Daemon is one running `delaybridge run` process.
 type Daemon struct {
-	tb   testing.TB
+	tb   testing.TB // nil when Launched by a program
 	cmd  *exec.Cmd
 	addr string
 
@@ -70,15 +70,30 @@ func Env(vars map[string]string) []string {
 // the daemon's log.
 func Start(tb testing.TB, binary string, vars map[string]string) *Daemon {
 	tb.Helper()
+	d, err := Launch(binary, vars)
+	if d != nil {
+		d.tb = tb
+		tb.Cleanup(d.cleanup)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}
+
+// Launch is Start for a program (the benchmark): it runs `binary run` with
+// Env(vars) and waits until it serves HTTP; the caller stops it. When the
+// daemon started but does not serve, it is returned, killed, with the error.
+func Launch(binary string, vars map[string]string) (*Daemon, error) {
 	cmd := exec.Command(binary, "run")
 	cmd.Env = Env(vars)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		tb.Fatalf("daemon stderr: %v", err)
+		return nil, fmt.Errorf("daemon stderr: %w", err)
 	}
-	d := &Daemon{tb: tb, cmd: cmd, exited: make(chan struct{})}
+	d := &Daemon{cmd: cmd, exited: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start daemon: %v", err)
+		return nil, fmt.Errorf("start daemon: %w", err)
 	}
 	listening := make(chan string, 1)
 	go func() {
@@ -86,15 +101,15 @@ func Start(tb testing.TB, binary string, vars map[string]string) *Daemon {
 		d.err = cmd.Wait()
 		close(d.exited)
 	}()
-	tb.Cleanup(d.cleanup)
 	select {
 	case d.addr = <-listening:
+		return d, nil
 	case <-d.exited:
-		tb.Fatalf("daemon exited before serving HTTP: %v\n%s", d.err, d.Tail(4000))
+		return d, fmt.Errorf("daemon exited (status: %v) before serving HTTP\n%s", d.err, d.Tail(4000))
 	case <-time.After(StartTimeout):
-		tb.Fatalf("daemon did not serve HTTP within %s\n%s", StartTimeout, d.Tail(4000))
+		d.Kill()
+		return d, fmt.Errorf("daemon did not serve HTTP within %s\n%s", StartTimeout, d.Tail(4000))
 	}
-	return d
 }
 
 // read copies the daemon's log and announces its HTTP address.

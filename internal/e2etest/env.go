@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/delaybridge/delaybridge/internal/redistest"
 )
 
-// RedisURL is the Redis the tests use.
-func RedisURL() string {
-	return getenv("DELAYBRIDGE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-}
+// RedisURL is the Redis the tests use (see internal/redistest).
+func RedisURL() string { return redistest.URL() }
 
 // RedisClusterAddrs are the nodes of the local Redis Cluster that
 // scripts/redis-cluster.sh starts.

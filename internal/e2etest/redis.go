@@ -9,17 +9,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delaybridge/delaybridge/internal/redistest"
 )
 
 // ConnectRedis connects to the test Redis and, at cleanup, deletes every key
 // under prefix and closes the client.
 func ConnectRedis(tb testing.TB, prefix string) *redis.Client {
 	tb.Helper()
-	opt, err := redis.ParseURL(RedisURL())
-	if err != nil {
-		tb.Fatalf("parse DELAYBRIDGE_TEST_REDIS_URL: %v", err)
-	}
-	rdb := redis.NewClient(opt)
+	rdb := redis.NewClient(redistest.Options(tb))
 	connect(tb, rdb, RedisURL(), prefix)
 	return rdb
 }

@@ -35,41 +35,54 @@ func StartRedisServer(tb testing.TB, what string, ping redis.Options, args func(
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		tb.Fatalf("redis-server is required to run a %s of the test's own: %v", what, err)
 	}
+	s, err := LaunchRedisServer("redis-server", what, tb.TempDir(), ping, args)
+	if err != nil {
+		tb.Fatalf("start %s: %v", what, err)
+	}
+	tb.Cleanup(func() {
+		s.Kill()
+		if tb.Failed() {
+			b, _ := os.ReadFile(s.LogFile)
+			tb.Logf("%s %s log:\n%s", what, s.Addr, tail(string(b), 6000))
+		}
+	})
+	return s
+}
+
+// launchTries is how many free ports LaunchRedisServer tries: another
+// process may take the port between the probe and redis-server's bind.
+const launchTries = 5
+
+// LaunchRedisServer is StartRedisServer for a program (the benchmark): bin
+// is the redis-server binary, dir holds its files and log, and the caller
+// Kills it.
+func LaunchRedisServer(bin, what, dir string, ping redis.Options, args func(port int, dir string) []string) (*RedisServer, error) {
 	var lastErr error
-	for range 5 {
+	for range launchTries {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			tb.Fatalf("free port: %v", err)
+			return nil, fmt.Errorf("free port: %w", err)
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
 		_ = ln.Close()
-		dir := tb.TempDir()
 		s := &RedisServer{Addr: fmt.Sprintf("127.0.0.1:%d", port), LogFile: filepath.Join(dir, what+".log"), exited: make(chan error, 1)}
-		if lastErr = s.run(args(port, dir), ping); lastErr == nil {
-			tb.Cleanup(func() {
-				s.Kill()
-				if tb.Failed() {
-					b, _ := os.ReadFile(s.LogFile)
-					tb.Logf("%s %s log:\n%s", what, s.Addr, tail(string(b), 6000))
-				}
-			})
-			return s
+		if lastErr = s.run(bin, args(port, dir), ping); lastErr == nil {
+			return s, nil
 		}
 	}
-	tb.Fatalf("start %s: %v", what, lastErr)
-	return nil
+	return nil, lastErr
 }
 
-func (s *RedisServer) run(args []string, ping redis.Options) error {
+func (s *RedisServer) run(bin string, args []string, ping redis.Options) error {
 	out, err := os.Create(s.LogFile)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", s.LogFile, err)
 	}
 	defer out.Close() // the child has its own descriptor
-	s.cmd = exec.Command("redis-server", args...)
+	s.cmd = exec.Command(bin, args...)
 	s.cmd.Stdout, s.cmd.Stderr = out, out
 	if err := s.cmd.Start(); err != nil {
-		return fmt.Errorf("start redis-server %v: %w", args, err)
+		return fmt.Errorf("start %s %v: %w", bin, args, err)
 	}
 	go func() { s.exited <- s.cmd.Wait() }()
 	ping.Addr, ping.MaxRetries = s.Addr, -1

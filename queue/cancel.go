@@ -1,0 +1,69 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+)
+
+// cancelScript removes a message that is not yet claimed.
+//
+// KEYS    -> slotKeys
+// ARGV[1] -> member ("" to look it up by id)
+// ARGV[2] -> envelope id ("" for a raw member)
+//
+// Returns {state, member}: state 1 when cancelled, 2 when the member is in
+// flight (nothing changed), 0 when there is no such message.
+var cancelScript = slotScript(idsLua, `
+local m, id = ARGV[1], ARGV[2]
+if m == '' then
+  m = redis.call('HGET', ids, id)
+  if not m then return {0, ''} end
+end
+if redis.call('ZREM', sched, m) == 1 then
+  if not redis.call('ZSCORE', inflight, m) then
+    redis.call('HDEL', dues, m)
+    redis.call('HDEL', attempts, m)
+  end
+  unmap(id, m)
+  return {1, m}
+end
+if redis.call('ZSCORE', inflight, m) then return {2, m} end
+unmap(id, m)
+return {0, m}
+`)
+
+// Cancel removes a member that is not yet claimed and reports whether it was
+// scheduled. A member already claimed is not cancelled: the error wraps
+// ErrInFlight and nothing changes.
+func (q *Queue) Cancel(ctx context.Context, t Topic, member []byte) (bool, error) {
+	id := t.memberID(string(member))
+	return q.cancel(ctx, t, t.SlotOf(member), string(member), id)
+}
+
+// CancelID removes the message an envelope id names, if it is not yet
+// claimed (else the error wraps ErrInFlight and nothing changes).
+func (q *Queue) CancelID(ctx context.Context, t Topic, id string) (bool, error) {
+	if err := t.needEnvelope(id); err != nil {
+		return false, fmt.Errorf("cancel: %w", err)
+	}
+	return q.cancel(ctx, t, t.SlotOfID(id), "", id)
+}
+
+func (q *Queue) cancel(ctx context.Context, t Topic, slot int, member, id string) (bool, error) {
+	k := t.Keys(slot)
+	res, err := cancelScript.Run(ctx, q.rdb, slotKeys(k), member, id).Slice()
+	if err != nil {
+		return false, fmt.Errorf("cancel in %s: %w", k.Scheduled, err)
+	}
+	if len(res) != 2 {
+		return false, fmt.Errorf("cancel in %s: malformed reply of %d elements", k.Scheduled, len(res))
+	}
+	switch n, _ := res[0].(int64); n {
+	case 1:
+		return true, nil
+	case 2:
+		return false, fmt.Errorf("cancel %s in %s: %w", describe(member, id), k.Scheduled, ErrInFlight)
+	default:
+		return false, nil
+	}
+}

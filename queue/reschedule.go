@@ -1,0 +1,91 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+)
+
+// rescheduleScript moves a scheduled message to a new due time.
+//
+// KEYS    -> slotKeys
+// ARGV[1] -> member ("" to look it up by id)
+// ARGV[2] -> envelope id ("" for a raw member)
+// ARGV[3] -> "at" or "in"
+// ARGV[4] -> score (ms) for "at", delay (ms) from Redis's TIME for "in"
+// ARGV[5] -> wake channel ("" publishes nothing)
+// ARGV[6] -> wake payload before the score
+//
+// Returns {state, member, score}: state 1 when rescheduled, 2 when the member
+// is in flight (nothing changed), 0 when there is no such message. A message
+// waiting to retry keeps its attempts but its new time becomes its due time.
+var rescheduleScript = slotScript(nowLua, scoreLua, `
+local m, id = ARGV[1], ARGV[2]
+if m == '' then
+  m = redis.call('HGET', ids, id)
+  if not m then return {0, '', ''} end
+end
+if redis.call('ZSCORE', sched, m) then
+  local score, bad = score_of(ARGV[3], ARGV[4])
+  if not score then
+    return redis.error_reply('ERR due time ' .. bad .. ' ms cannot be honoured')
+  end
+  redis.call('ZADD', sched, 'XX', score, m)
+  if not redis.call('ZSCORE', inflight, m) then redis.call('HDEL', dues, m) end
+  wake(ARGV[5], ARGV[6], score)
+  return {1, m, score}
+end
+if redis.call('ZSCORE', inflight, m) then return {2, m, ''} end
+return {0, m, ''}
+`)
+
+// Reschedule moves a scheduled message (by member, or by id on envelope
+// topics) to a new due time. The error wraps ErrNotFound when there is no
+// such message and ErrInFlight when it is already claimed (nothing changes).
+func (q *Queue) Reschedule(ctx context.Context, t Topic, ref Ref, when When) (Receipt, error) {
+	if err := ref.one(false); err != nil {
+		return Receipt{}, fmt.Errorf("reschedule: %w", err)
+	}
+	mode, value, err := when.args()
+	if err != nil {
+		return Receipt{}, fmt.Errorf("reschedule in %s: %w", t.Name, err)
+	}
+	var slot int
+	var member, id string
+	if ref.ID != "" {
+		if err := t.needEnvelope(ref.ID); err != nil {
+			return Receipt{}, fmt.Errorf("reschedule: %w", err)
+		}
+		slot, id = t.SlotOfID(ref.ID), ref.ID
+	} else {
+		slot, member, id = t.SlotOf(ref.Member), string(ref.Member), t.memberID(string(ref.Member))
+	}
+	k := t.Keys(slot)
+	channel, prefix := t.wakeArgs(slot)
+	res, err := rescheduleScript.Run(ctx, q.rdb, slotKeys(k),
+		member, id, mode, value, channel, prefix).Slice()
+	if err != nil {
+		return Receipt{}, fmt.Errorf("reschedule in %s: %w", k.Scheduled, dueErr(err))
+	}
+	if len(res) != 3 {
+		return Receipt{}, fmt.Errorf("reschedule in %s: malformed reply of %d elements", k.Scheduled, len(res))
+	}
+	state, _ := res[0].(int64)
+	m, _ := res[1].(string)
+	switch state {
+	case 1:
+	case 2:
+		return Receipt{}, fmt.Errorf("reschedule %s in %s: %w", describe(member, id), k.Scheduled, ErrInFlight)
+	default:
+		return Receipt{}, fmt.Errorf("reschedule %s in %s: %w", describe(member, id), k.Scheduled, ErrNotFound)
+	}
+	r := Receipt{Topic: t.Name, Slot: slot, ID: id, Member: m, Replaced: ReplacedScheduled}
+	if !t.envelope() {
+		r.ID = MessageID([]byte(m))
+	}
+	s, _ := res[2].(string)
+	if r.Score, err = strconv.ParseFloat(s, 64); err != nil {
+		return Receipt{}, fmt.Errorf("reschedule in %s: parse score %q: %w", k.Scheduled, s, err)
+	}
+	return r, nil
+}

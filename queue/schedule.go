@@ -1,0 +1,146 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+)
+
+// The producer scripts keep the :ids index of envelope topics in step with
+// the sets; on raw topics they get "" for the id and leave the index alone.
+// Each one that writes a due time also publishes a wake-up (see WakeChannel)
+// in the same call, so a scanner sleeping until a later message looks again.
+
+// scoreLua defines score_of(mode, value), the score (a string) of a due time:
+// "at" takes the score as given, "in" adds a delay to Redis's TIME. A score
+// past 2^53 ms cannot be held exactly, one before 1970 cannot be honoured:
+// both return nil and the bad score. wake(channel, prefix, score) publishes a
+// wake-up unless channel is "". Needs nowLua.
+const scoreLua = `
+local function score_of(mode, value)
+  if mode == 'in' then
+    local s = now + tonumber(value)
+    if s < 0 or s > 9007199254740992 then
+      return nil, string.format('%.0f', s)
+    end
+    return string.format('%.0f', s)
+  end
+  return value
+end
+local function wake(channel, prefix, score)
+  if channel ~= '' then redis.call('PUBLISH', channel, prefix .. score) end
+end
+`
+
+// scheduleScript schedules one member.
+//
+// KEYS    -> slotKeys
+// ARGV[1] -> member
+// ARGV[2] -> envelope id ("" for a raw member)
+// ARGV[3] -> "at" or "in"
+// ARGV[4] -> score (ms) for "at", delay (ms) from Redis's TIME for "in"
+// ARGV[5] -> wake channel ("" publishes nothing)
+// ARGV[6] -> wake payload before the score ("<topic>\n<slot>\n")
+//
+// Returns {score, replaced}. A raw member is a plain ZADD (replaced 1 when it
+// was already scheduled; a copy in flight proceeds, as with any ZADD). An
+// envelope replaces whatever its id named: a scheduled member is removed
+// (replaced 1); a member in flight leaves the in-flight set (replaced 2), so
+// its delivery proceeds but is never retried, reaped or released, and the new
+// member is the only one the id names. Either way the new member starts
+// fresh: no attempts, due at its own score.
+var scheduleScript = slotScript(nowLua, scoreLua, `
+local m, id = ARGV[1], ARGV[2]
+local score, bad = score_of(ARGV[3], ARGV[4])
+if not score then
+  return redis.error_reply('ERR due time ' .. bad .. ' ms cannot be honoured')
+end
+local replaced = 0
+if id == '' then
+  if redis.call('ZSCORE', sched, m) then replaced = 1 end
+else
+  local old = redis.call('HGET', ids, id)
+  if old then
+    if redis.call('ZREM', sched, old) == 1 then replaced = 1 end
+    if redis.call('ZREM', inflight, old) == 1 then replaced = 2 end
+    redis.call('HDEL', dues, old)
+    redis.call('HDEL', attempts, old)
+  end
+  if old ~= m and redis.call('ZREM', sched, m) == 1 then
+    redis.call('HDEL', dues, m)
+    redis.call('HDEL', attempts, m)
+  end
+  redis.call('HSET', ids, id, m)
+end
+redis.call('ZADD', sched, score, m)
+wake(ARGV[5], ARGV[6], score)
+return {score, replaced}
+`)
+
+// Schedule schedules m on t, due when says. On a raw topic m carries only a
+// Body (the member); on an envelope topic m.ID is required and scheduling an
+// id that exists replaces that message (idempotent producers).
+func (q *Queue) Schedule(ctx context.Context, t Topic, m Message, when When) (Receipt, error) {
+	member, err := t.Encode(m)
+	if err != nil {
+		return Receipt{}, fmt.Errorf("schedule: %w", err)
+	}
+	return q.ScheduleMember(ctx, t, member, when)
+}
+
+// ScheduleMember adds a member as is to its slot of t, due when says.
+// Scheduling a raw member that is already scheduled moves it to the new time
+// (members are unique: the same bytes are one message). On an envelope topic
+// the member must be a valid envelope, and it replaces the message its id
+// names.
+func (q *Queue) ScheduleMember(ctx context.Context, t Topic, member []byte, when When) (Receipt, error) {
+	c, r, err := t.scheduleCall(member, when, true)
+	if err != nil {
+		return Receipt{}, err
+	}
+	res, err := scheduleScript.Run(ctx, q.rdb, c.keys, c.args...).Slice()
+	if err != nil {
+		return Receipt{}, fmt.Errorf("schedule in %s: %w", t.Keys(r.Slot).Scheduled, dueErr(err))
+	}
+	return r, r.fill(res)
+}
+
+// scheduleCall validates a member and builds its schedule script call.
+func (t Topic) scheduleCall(member []byte, when When, wake bool) (scriptCall, Receipt, error) {
+	slot, id, err := t.Locate(member)
+	if err != nil {
+		return scriptCall{}, Receipt{}, fmt.Errorf("schedule: %w", err)
+	}
+	mode, value, err := when.args()
+	if err != nil {
+		return scriptCall{}, Receipt{}, fmt.Errorf("schedule in %s: %w", t.Name, err)
+	}
+	var channel, prefix string
+	if wake {
+		channel, prefix = t.wakeArgs(slot)
+	}
+	envID := ""
+	if t.envelope() {
+		envID = id
+	}
+	c := scriptCall{
+		keys: slotKeys(t.Keys(slot)),
+		args: []any{member, envID, mode, value, channel, prefix},
+	}
+	return c, Receipt{Topic: t.Name, Slot: slot, ID: id, Member: string(member)}, nil
+}
+
+// fill reads the schedule script's reply {score, replaced}.
+func (r *Receipt) fill(res []any) error {
+	if len(res) != 2 {
+		return fmt.Errorf("schedule in %s: malformed reply of %d elements", r.Topic, len(res))
+	}
+	s, _ := res[0].(string)
+	score, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("schedule in %s: parse score %q: %w", r.Topic, s, err)
+	}
+	n, _ := res[1].(int64)
+	r.Score, r.Replaced = score, Replaced(n)
+	return nil
+}
