@@ -46,6 +46,9 @@ func (c Config) Redacted() map[string]string {
 		"KAFKA_SASL_USERNAME":  c.Kafka.SASLUsername,
 		"KAFKA_SASL_PASSWORD":  c.Kafka.SASLPassword,
 
+		"SINK_REDIS_URL":              c.RedisSink.Redis.URL,
+		"SINK_REDIS_MAX_MESSAGE_SIZE": strconv.Itoa(c.RedisSink.MaxMessageSize),
+
 		"KEY_PREFIX":           c.KeyPrefix,
 		"BATCH_SIZE":           strconv.Itoa(c.BatchSize),
 		"MAX_INFLIGHT_BATCHES": strconv.Itoa(c.MaxInflightBatches),
@@ -75,6 +78,8 @@ func (c Config) Redacted() map[string]string {
 		m[pre+"ROUTING_KEY"] = t.RoutingKey
 		m[pre+"KAFKA_TOPIC"] = t.KafkaTopic
 		m[pre+"KAFKA_KEY"] = t.KafkaKey
+		m[pre+"STREAM"] = t.Stream
+		m[pre+"STREAM_MAXLEN"] = strconv.FormatInt(t.StreamMaxLen, 10)
 	}
 	m["TOPICS"] = strings.Join(names, ",")
 
