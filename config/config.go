@@ -18,6 +18,8 @@ type Config struct {
 	Redis Redis
 	AMQP  AMQP
 	Kafka Kafka
+	// RedisSink is where topics with Sink "redis" append.
+	RedisSink RedisSink
 
 	KeyPrefix string
 	Topics    []Topic
@@ -79,6 +81,15 @@ type Kafka struct {
 	SASLPassword  string
 }
 
+// RedisSink is the Redis of the streams that topics with Sink "redis"
+// append to.
+type RedisSink struct {
+	// Redis is the daemon's Redis, unless SINK_REDIS_URL names another:
+	// then a single Redis given by that URL alone.
+	Redis          Redis
+	MaxMessageSize int
+}
+
 // TLS holds file paths of a TLS client setup. Enabled is true when a CA,
 // client certificate or the URL scheme asks for TLS.
 type TLS struct {
@@ -95,7 +106,7 @@ type Topic struct {
 	Name string
 	Var  string
 
-	Sink       string // "amqp" or "kafka"
+	Sink       string // "amqp", "kafka" or "redis"
 	Slots      int
 	Key        string
 	Format     queue.Format
@@ -103,6 +114,10 @@ type Topic struct {
 	RoutingKey string
 	KafkaTopic string
 	KafkaKey   string // none, id, envelope
+	// Stream is the Redis stream key (Sink "redis"); StreamMaxLen > 0
+	// trims it to about that many entries.
+	Stream       string
+	StreamMaxLen int64
 }
 
 // Queue is the topic's Redis data model.

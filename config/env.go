@@ -42,6 +42,9 @@ type env struct {
 	KafkaSASLUsername  string `envconfig:"KAFKA_SASL_USERNAME" desc:"Kafka SASL user"`
 	KafkaSASLPassword  string `envconfig:"KAFKA_SASL_PASSWORD" secret:"true" desc:"Kafka SASL password"`
 
+	SinkRedisURL            string `envconfig:"SINK_REDIS_URL" secret:"true" desc:"Redis URL (redis:// or rediss://) of the streams that topics with SINK=redis append to (empty: the daemon's Redis, with the same client settings)"`
+	SinkRedisMaxMessageSize string `envconfig:"SINK_REDIS_MAX_MESSAGE_SIZE" default:"134217728" desc:"largest body appended to a Redis stream, bytes (at most 536870912, Redis's proto-max-bulk-len); larger ones are dead-lettered"`
+
 	KeyPrefix string `envconfig:"KEY_PREFIX" default:"dq" desc:"prefix of every Redis key"`
 	Topics    string `envconfig:"TOPICS" desc:"comma list of topic names (required)"`
 
@@ -66,7 +69,7 @@ type env struct {
 
 // topicEnv is one topic's variables, DELAYBRIDGE_TOPIC_<NAME>_*.
 type topicEnv struct {
-	Sink       string `envconfig:"SINK" default:"amqp" desc:"amqp or kafka"`
+	Sink       string `envconfig:"SINK" default:"amqp" desc:"amqp, kafka or redis (a Redis stream)"`
 	Slots      string `envconfig:"SLOTS" default:"1" desc:"number of slots, a power of two from 1 to 1024"`
 	Key        string `envconfig:"KEY" desc:"adopt this existing ZSET as the topic's only slot"`
 	Format     string `envconfig:"FORMAT" default:"raw" desc:"raw (member = body) or envelope (JSON with id, body, headers, routing key)"`
@@ -74,6 +77,9 @@ type topicEnv struct {
 	RoutingKey string `envconfig:"ROUTING_KEY" desc:"AMQP routing key (default: the topic name)"`
 	KafkaTopic string `envconfig:"KAFKA_TOPIC" desc:"Kafka topic (default: the topic name)"`
 	KafkaKey   string `envconfig:"KAFKA_KEY" default:"none" desc:"Kafka record key: none, id, or envelope (the envelope's routing_key)"`
+
+	Stream       string `envconfig:"STREAM" desc:"Redis stream key the messages are appended to (required with SINK=redis)"`
+	StreamMaxLen string `envconfig:"STREAM_MAXLEN" default:"0" desc:"trim the stream to about this many entries on each append (XADD MAXLEN ~); trimming drops the oldest entries even if no consumer read them. 0: never trim"`
 }
 
 // lookup reads the text of every variable through envconfig; it only fails on

@@ -80,6 +80,7 @@ func (p *parser) global(e *env) Config {
 	c.Redis = p.redis(e)
 	c.AMQP = p.amqp(e)
 	c.Kafka = p.kafka(e)
+	c.RedisSink = p.redisSink(e, c.Redis)
 
 	c.BatchSize = p.intIn("BATCH_SIZE", e.BatchSize, 1, 5000)
 	c.MaxInflightBatches = p.intIn("MAX_INFLIGHT_BATCHES", e.MaxInflightBatches, 1, 64)
@@ -276,7 +277,7 @@ func (p *parser) topic(name, v string) Topic {
 	t := Topic{
 		Name:       name,
 		Var:        v,
-		Sink:       p.oneOf(pre+"SINK", te.Sink, "amqp", "kafka"),
+		Sink:       p.oneOf(pre+"SINK", te.Sink, "amqp", "kafka", "redis"),
 		Slots:      p.intIn(pre+"SLOTS", te.Slots, 1, queue.MaxSlots),
 		Key:        te.Key,
 		Format:     queue.Format(p.oneOf(pre+"FORMAT", te.Format, string(queue.FormatRaw), string(queue.FormatEnvelope))),
@@ -300,6 +301,7 @@ func (p *parser) topic(name, v string) Topic {
 	if t.KafkaTopic == "" {
 		t.KafkaTopic = name
 	}
+	p.stream(&t, &te, pre)
 	if t.KafkaKey == "envelope" && t.Format != queue.FormatEnvelope {
 		p.fail(pre+"KAFKA_KEY", te.KafkaKey, "envelope keys need "+Prefix+"_"+pre+"FORMAT=envelope")
 	}

@@ -32,6 +32,8 @@ func TestLoadDefaults(t *testing.T) {
 		Redis: Redis{URL: "redis://127.0.0.1:6379/0"},
 		AMQP:  AMQP{URL: "amqp://guest:guest@127.0.0.1:5672/", MaxMessageSize: 128 << 20},
 		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none"},
+		// The streams of SINK=redis topics live on the daemon's Redis.
+		RedisSink: RedisSink{Redis: Redis{URL: "redis://127.0.0.1:6379/0"}, MaxMessageSize: 128 << 20},
 
 		KeyPrefix: "dq",
 		Topics: []Topic{{
@@ -140,6 +142,12 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 				Brokers: []string{"k1:9093", "k2:9093"}, ClientID: "db-1", Compression: "zstd", TLS: tls,
 				SASLMechanism: "scram-sha-512", SASLUsername: "kafka-user", SASLPassword: "kafka-pw",
 			},
+			RedisSink: RedisSink{Redis: Redis{
+				URL: "rediss://app:redis-url-pw@redis.internal:6380/2", Addrs: []string{"s1:26379", "s2:26379"},
+				SentinelMaster: "mymaster", SentinelUsername: "sentinel-user", SentinelPassword: "sentinel-pw",
+				Username: "acl-user", Password: "acl-pw",
+				TLS: TLS{Enabled: true, CAFile: pki.CAFile, CertFile: pki.ClientCert, KeyFile: pki.ClientKey, InsecureSkipVerify: true},
+			}, MaxMessageSize: 128 << 20},
 			KeyPrefix: "dly",
 			Topics: []Topic{{
 				Name: "orders", Var: "ORDERS", Sink: "kafka", Slots: 16, Format: queue.FormatEnvelope,
@@ -172,11 +180,46 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			Redis: Redis{URL: "redis://:cluster-pw@c1:7000", Addrs: []string{"c1:7000", "c2:7000", "c3:7000"}, Cluster: true},
 			AMQP:  AMQP{MaxMessageSize: 128 << 20},
 			Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none", TLS: TLS{Enabled: true}},
+			RedisSink: RedisSink{
+				Redis:          Redis{URL: "redis://:cluster-pw@c1:7000", Addrs: []string{"c1:7000", "c2:7000", "c3:7000"}, Cluster: true},
+				MaxMessageSize: 128 << 20,
+			},
 
 			KeyPrefix: "dq",
 			Topics: []Topic{{
 				Name: "reminders", Var: "REMINDERS", Sink: "kafka", Slots: 1024, Format: queue.FormatRaw,
 				RoutingKey: "reminders", KafkaTopic: "reminders", KafkaKey: "id",
+			}},
+			BatchSize: 500, MaxInflightBatches: 2, Lease: 30 * time.Second, MaxAttempts: 10,
+			RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, PollInterval: time.Second, ShutdownTimeout: 20 * time.Second,
+			HTTPAddr: ":8080", LogLevel: "info", LogFormat: "json",
+			ReplicaID: defaultReplicaID(t), Ownership: "rendezvous", HeartbeatInterval: time.Second, HeartbeatTTL: 5 * time.Second,
+		},
+	}, {
+		name: "redis stream sink on a Redis of its own",
+		vars: map[string]string{
+			"TOPICS":                      "reminders",
+			"SINK_REDIS_URL":              "rediss://app:stream-pw@streams:6380/1",
+			"SINK_REDIS_MAX_MESSAGE_SIZE": "1048576",
+
+			"TOPIC_REMINDERS_SINK":          "redis",
+			"TOPIC_REMINDERS_STREAM":        "reminders:due",
+			"TOPIC_REMINDERS_STREAM_MAXLEN": "100000",
+		},
+		want: Config{
+			Redis: Redis{URL: "redis://127.0.0.1:6379/0"},
+			AMQP:  AMQP{URL: "amqp://guest:guest@127.0.0.1:5672/", MaxMessageSize: 128 << 20},
+			Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none"},
+			RedisSink: RedisSink{
+				Redis:          Redis{URL: "rediss://app:stream-pw@streams:6380/1", TLS: TLS{Enabled: true}},
+				MaxMessageSize: 1 << 20,
+			},
+
+			KeyPrefix: "dq",
+			Topics: []Topic{{
+				Name: "reminders", Var: "REMINDERS", Sink: "redis", Slots: 1, Format: queue.FormatRaw,
+				RoutingKey: "reminders", KafkaTopic: "reminders", KafkaKey: "none",
+				Stream: "reminders:due", StreamMaxLen: 100000,
 			}},
 			BatchSize: 500, MaxInflightBatches: 2, Lease: 30 * time.Second, MaxAttempts: 10,
 			RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, PollInterval: time.Second, ShutdownTimeout: 20 * time.Second,

@@ -47,6 +47,8 @@ func (c Config) values() map[string]string {
 		m[pre+"ROUTING_KEY"] = t.RoutingKey
 		m[pre+"KAFKA_TOPIC"] = t.KafkaTopic
 		m[pre+"KAFKA_KEY"] = t.KafkaKey
+		m[pre+"STREAM"] = t.Stream
+		m[pre+"STREAM_MAXLEN"] = strconv.FormatInt(t.StreamMaxLen, 10)
 	}
 	m["TOPICS"] = strings.Join(names, ",")
 	return m
@@ -87,6 +89,9 @@ func (c Config) brokerValues() map[string]string {
 		"KAFKA_SASL_MECHANISM": c.Kafka.SASLMechanism,
 		"KAFKA_SASL_USERNAME":  c.Kafka.SASLUsername,
 		"KAFKA_SASL_PASSWORD":  c.Kafka.SASLPassword,
+
+		"SINK_REDIS_URL":              c.RedisSink.Redis.URL,
+		"SINK_REDIS_MAX_MESSAGE_SIZE": strconv.Itoa(c.RedisSink.MaxMessageSize),
 	}
 }
 

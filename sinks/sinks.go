@@ -4,7 +4,7 @@
 // with a message that was not confirmed.
 //
 // Adapters live in sub-packages named after their broker (sinks/amqp,
-// sinks/kafka). They import this package, never the forwarder.
+// sinks/kafka, sinks/redis). They import this package, never the forwarder.
 package sinks
 
 import (

@@ -11,6 +11,7 @@ import (
 	"github.com/delaybridge/delaybridge/sinks"
 	"github.com/delaybridge/delaybridge/sinks/amqp"
 	"github.com/delaybridge/delaybridge/sinks/kafka"
+	redissink "github.com/delaybridge/delaybridge/sinks/redis"
 )
 
 // buildSinks creates one sink per topic; the returned func closes them all.
@@ -71,6 +72,18 @@ func newSink(cfg config.Config, t config.Topic, log *slog.Logger) (sinks.Sink, e
 			SASLMechanism: cfg.Kafka.SASLMechanism,
 			SASLUsername:  cfg.Kafka.SASLUsername,
 			SASLPassword:  cfg.Kafka.SASLPassword,
+		}, log)
+	case "redis":
+		// A client of the sink's own, even on the daemon's Redis: a
+		// stream's slow appends must not take the queue's connections.
+		opts, err := cfg.RedisSink.Redis.Options()
+		if err != nil {
+			return nil, err
+		}
+		return redissink.Open(opts, redissink.Config{
+			Stream:         t.Stream,
+			MaxLen:         t.StreamMaxLen,
+			MaxMessageSize: cfg.RedisSink.MaxMessageSize,
 		}, log)
 	default:
 		return nil, errors.New("unknown sink " + t.Sink)
