@@ -23,9 +23,14 @@ services-stop:
 	-scripts/redis-cluster.sh stop
 	-scripts/services.sh stop
 
+# lint: gofmt, go vet and staticcheck (pinned in scripts/staticcheck.sh,
+# which installs it when missing), over both modules (root and deploy/).
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	cd deploy && $(GO) vet ./...
+	scripts/staticcheck.sh ./...
+	cd deploy && ../scripts/staticcheck.sh ./...
 
 # The suites that run the built daemon as processes (e2e, cluster, chaos)
 # check timing (lateness, recovery after a fault) and each keeps both cores

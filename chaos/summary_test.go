@@ -58,16 +58,6 @@ func (r *row) count(t *testing.T, o e2etest.Outcome, notes ...string) {
 	table.Unlock()
 }
 
-// note adds to the row's notes.
-func (r *row) note(format string, args ...any) {
-	table.Lock()
-	defer table.Unlock()
-	if r.notes != "" {
-		r.notes += "; "
-	}
-	r.notes += fmt.Sprintf(format, args...)
-}
-
 // printSummary prints the table to stdout (and to the file named by
 // DELAYBRIDGE_CHAOS_SUMMARY, since go test shows a passing package's output
 // only with -v) and reports whether no scenario lost a message or delivered

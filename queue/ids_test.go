@@ -58,15 +58,6 @@ func (f *fixture) checkIndex() {
 	}
 }
 
-func (f *fixture) envelope(id, body string) string {
-	f.t.Helper()
-	b, err := EncodeEnvelope(Message{ID: id, Body: []byte(body)})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return string(b)
-}
-
 // scheduleNow schedules an envelope due at once and returns its member and slot.
 func (f *fixture) scheduleNow(id, body string) (string, int) {
 	f.t.Helper()
