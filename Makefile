@@ -11,7 +11,7 @@ COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: build test lint demo demo-kafka services services-stop chaos fuzz bench bench-quick clean ldflags
+.PHONY: build test lint demo demo-kafka services services-stop chaos fuzz bench bench-quick clean ldflags helm-sync
 
 # GOOS=linux GOARCH=arm64 make build cross-compiles (the release workflow).
 build:
@@ -21,6 +21,15 @@ build:
 # The -ldflags `make build` uses, for scripts: go build -ldflags "$$(make -s ldflags)".
 ldflags:
 	@echo '$(LDFLAGS)'
+
+# A Helm chart cannot read files outside its directory: the chart carries
+# copies of the dashboard and the alert rules, and so does the kustomize base
+# of the dashboard. Refresh them after editing deploy/grafana or
+# deploy/prometheus (deploy's TestSyncedCopies fails while they differ).
+helm-sync:
+	cp deploy/grafana/delaybridge.json deploy/helm/delaybridge/files/delaybridge.json
+	cp deploy/prometheus/rules.yaml deploy/helm/delaybridge/files/rules.yaml
+	cp deploy/grafana/delaybridge.json deploy/kubernetes/base/dashboard/delaybridge.json
 
 services:
 	scripts/services.sh start

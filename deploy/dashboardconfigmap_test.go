@@ -67,6 +67,8 @@ func TestKustomizeShipsTheDashboardForTheGrafanaSidecar(t *testing.T) {
 // helm-sync` refreshes them from their sources.
 var syncedCopies = map[string]string{
 	filepath.Join(kubernetesDir, "base", "dashboard", "delaybridge.json"): dashboardFile,
+	filepath.Join(chartDir, "files", "delaybridge.json"):                  dashboardFile,
+	filepath.Join(chartDir, "files", "rules.yaml"):                        rulesFile,
 }
 
 // TestSyncedCopies fails while a copy differs from its source.

@@ -157,15 +157,17 @@ func TestDeployment(t *testing.T) {
 	for _, r := range renderAll(t) {
 		t.Run(strings.ReplaceAll(r.name, "/", "_"), func(t *testing.T) {
 			d := only[*appsv1.Deployment](t, r)
-			checkDeployment(t, r, d, uid)
+			checkDeployment(t, r, d, uid, 3)
 		})
 	}
 }
 
-func checkDeployment(t *testing.T, r rendering, d *appsv1.Deployment, uid int64) {
+// checkDeployment checks the Deployment d of rendering r (kustomize's or the
+// Helm chart's): the image runs as uid, with wantReplicas replicas.
+func checkDeployment(t *testing.T, r rendering, d *appsv1.Deployment, uid int64, wantReplicas int32) {
 	spec := d.Spec.Template.Spec
-	if d.Spec.Replicas == nil || *d.Spec.Replicas != 3 {
-		t.Errorf("replicas: want 3, got %v", d.Spec.Replicas)
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != wantReplicas {
+		t.Errorf("replicas: want %d, got %v", wantReplicas, d.Spec.Replicas)
 	}
 	if !selects(d.Spec.Selector, d.Spec.Template.Labels) {
 		t.Errorf("selector %v does not select the pod labels %v", d.Spec.Selector, d.Spec.Template.Labels)
