@@ -3,7 +3,8 @@
 # The delaybridge image: a static binary on distroless, run as a non-root user.
 #
 #   docker build --build-arg VERSION=$(git describe --tags --always) \
-#                --build-arg COMMIT=$(git rev-parse --short=12 HEAD) -t delaybridge .
+#                --build-arg COMMIT=$(git rev-parse --short=12 HEAD) \
+#                --build-arg DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ) -t delaybridge .
 #
 # No HEALTHCHECK: Kubernetes probes /healthz and /readyz (deploy/kubernetes).
 
@@ -15,18 +16,23 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG VERSION
 ARG COMMIT
+ARG DATE
 # The same script builds the binary outside Docker (and in deploy's tests).
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    VERSION="$VERSION" COMMIT="$COMMIT" sh scripts/build-static.sh /out/delaybridge
+    VERSION="$VERSION" COMMIT="$COMMIT" DATE="$DATE" sh scripts/build-static.sh /out/delaybridge
 
 FROM gcr.io/distroless/static-debian12:nonroot
 ARG VERSION
 ARG COMMIT
+ARG DATE
 LABEL org.opencontainers.image.title="delaybridge" \
       org.opencontainers.image.description="Moves delayed messages from Redis sorted sets to RabbitMQ or Kafka when they fall due" \
       org.opencontainers.image.version="$VERSION" \
-      org.opencontainers.image.revision="$COMMIT"
+      org.opencontainers.image.revision="$COMMIT" \
+      org.opencontainers.image.created="$DATE" \
+      org.opencontainers.image.source="https://github.com/delaybridge/delaybridge" \
+      org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /out/delaybridge /delaybridge
 # Numeric, not "nonroot": Kubernetes' runAsNonRoot can only verify a numeric
 # user. 65532 is distroless's nonroot user.

@@ -3,15 +3,33 @@
 # the demo stops them again afterwards.
 
 GO      ?= go
+# The release's stamp: the git tag (v0.1.0 on a tagged commit), the commit
+# and the build time, read by `delaybridge version [--json]` and exported as
+# delaybridge_build_info. scripts/build-static.sh (the image) stamps the same.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: build test lint demo demo-kafka services services-stop chaos fuzz bench bench-quick clean
+.PHONY: build test lint demo demo-kafka services services-stop chaos fuzz bench bench-quick clean ldflags helm-sync
 
+# GOOS=linux GOARCH=arm64 make build cross-compiles (the release workflow).
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/delaybridge ./cmd/delaybridge
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/devkafka ./cmd/devkafka
+
+# The -ldflags `make build` uses, for scripts: go build -ldflags "$$(make -s ldflags)".
+ldflags:
+	@echo '$(LDFLAGS)'
+
+# A Helm chart cannot read files outside its directory: the chart carries
+# copies of the dashboard and the alert rules, and so does the kustomize base
+# of the dashboard. Refresh them after editing deploy/grafana or
+# deploy/prometheus (deploy's TestSyncedCopies fails while they differ).
+helm-sync:
+	cp deploy/grafana/delaybridge.json deploy/helm/delaybridge/files/delaybridge.json
+	cp deploy/prometheus/rules.yaml deploy/helm/delaybridge/files/rules.yaml
+	cp deploy/grafana/delaybridge.json deploy/kubernetes/base/dashboard/delaybridge.json
 
 services:
 	scripts/services.sh start

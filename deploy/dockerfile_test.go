@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
@@ -257,10 +258,18 @@ func TestBuildStaticBinaryServesHealthz(t *testing.T) {
 	if b, err := os.ReadFile(bin); err != nil || bytes.Contains(b, []byte(root+"/")) {
 		t.Errorf("binary holds the build path %s: -trimpath missing (err %v)", root, err)
 	}
-	// The stamped version reaches main.version and main.commit.
-	out, err := exec.Command(bin, "version").CombinedOutput()
-	if err != nil || !bytes.Contains(out, []byte("v9.8.7-test")) || !bytes.Contains(out, []byte("0123456789ab")) {
-		t.Errorf("delaybridge version: want the stamped version and commit, got %q (err %v)", out, err)
+	// The stamped version reaches main.version, main.commit and main.date.
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil || string(out) != "v9.8.7-test\n" {
+		t.Errorf("delaybridge version: want the stamped tag v9.8.7-test, got %q (err %v)", out, err)
+	}
+	out, err = exec.Command(bin, "version", "--json").Output()
+	var info struct{ Version, Commit, Date, GoVersion string }
+	if err == nil {
+		err = json.Unmarshal(out, &info)
+	}
+	if _, perr := time.Parse(time.RFC3339, info.Date); err != nil || perr != nil || info.Version != "v9.8.7-test" || info.Commit != "0123456789ab" || !strings.HasPrefix(info.GoVersion, "go") {
+		t.Errorf("delaybridge version --json: want the stamped version, commit, an RFC 3339 build date and the Go version, got %s (err %v)", out, err)
 	}
 
 	runAndStop(t, bin)

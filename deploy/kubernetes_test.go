@@ -157,15 +157,17 @@ func TestDeployment(t *testing.T) {
 	for _, r := range renderAll(t) {
 		t.Run(strings.ReplaceAll(r.name, "/", "_"), func(t *testing.T) {
 			d := only[*appsv1.Deployment](t, r)
-			checkDeployment(t, r, d, uid)
+			checkDeployment(t, r, d, uid, 3)
 		})
 	}
 }
 
-func checkDeployment(t *testing.T, r rendering, d *appsv1.Deployment, uid int64) {
+// checkDeployment checks the Deployment d of rendering r (kustomize's or the
+// Helm chart's): the image runs as uid, with wantReplicas replicas.
+func checkDeployment(t *testing.T, r rendering, d *appsv1.Deployment, uid int64, wantReplicas int32) {
 	spec := d.Spec.Template.Spec
-	if d.Spec.Replicas == nil || *d.Spec.Replicas != 3 {
-		t.Errorf("replicas: want 3, got %v", d.Spec.Replicas)
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != wantReplicas {
+		t.Errorf("replicas: want %d, got %v", wantReplicas, d.Spec.Replicas)
 	}
 	if !selects(d.Spec.Selector, d.Spec.Template.Labels) {
 		t.Errorf("selector %v does not select the pod labels %v", d.Spec.Selector, d.Spec.Template.Labels)
@@ -261,11 +263,7 @@ func checkDeployment(t *testing.T, r rendering, d *appsv1.Deployment, uid int64)
 		}
 	}
 	checkVariables(t, "Deployment env", pe.env, "GOMEMLIMIT")
-	if _, ok := pe.env["GOMEMLIMIT"]; ok {
-		if _, err := strconv.ParseInt(pe.env["GOMEMLIMIT"], 10, 64); err != nil {
-			t.Errorf("GOMEMLIMIT=%q is not a byte count", pe.env["GOMEMLIMIT"])
-		}
-	}
+	checkGoMemLimit(t, c, pe.env)
 	if rid := envSource(c, "DELAYBRIDGE_REPLICA_ID"); rid == nil || rid.ValueFrom == nil || rid.ValueFrom.FieldRef == nil || rid.ValueFrom.FieldRef.FieldPath != "metadata.name" {
 		t.Errorf("DELAYBRIDGE_REPLICA_ID must come from the pod name (downward API metadata.name)")
 	}
@@ -366,6 +364,27 @@ func checkDeployment(t *testing.T, r rendering, d *appsv1.Deployment, uid int64)
 				t.Errorf("ServiceMonitor endpoint path %q: the daemon serves /metrics", ep.Path)
 			}
 		}
+	}
+}
+
+// checkGoMemLimit: GOMEMLIMIT is 90% of the container's memory limit, in
+// bytes (rounded down). Above it the Go runtime collects garbage harder; the
+// other 10% is for what it does not count (goroutine stacks, the kernel's
+// socket buffers), so the heap slows down before the OOM killer strikes.
+func checkGoMemLimit(t *testing.T, c corev1.Container, env map[string]string) {
+	t.Helper()
+	lim, ok := c.Resources.Limits[corev1.ResourceMemory]
+	if !ok {
+		return // checked with the resources
+	}
+	want := lim.Value() * 9 / 10
+	got, set := env["GOMEMLIMIT"]
+	if !set {
+		t.Errorf("GOMEMLIMIT is not set: want %d, 90%% of the memory limit %s", want, lim.String())
+		return
+	}
+	if n, err := strconv.ParseInt(got, 10, 64); err != nil || n != want {
+		t.Errorf("GOMEMLIMIT=%q: want %d bytes, 90%% of the memory limit %s", got, want, lim.String())
 	}
 }
 

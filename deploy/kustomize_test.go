@@ -232,10 +232,13 @@ func TestKustomizationsRenderStrictly(t *testing.T) {
 		for _, o := range r.objects {
 			kinds[o.kind]++
 		}
-		for _, k := range []string{"Deployment", "ConfigMap", "Secret", "Service", "PodDisruptionBudget", "ServiceAccount"} {
+		for _, k := range []string{"Deployment", "Secret", "Service", "PodDisruptionBudget", "ServiceAccount"} {
 			if kinds[k] != 1 {
 				t.Errorf("%s: want one %s, got %d", r.name, k, kinds[k])
 			}
+		}
+		if kinds["ConfigMap"] != 2 {
+			t.Errorf("%s: want two ConfigMaps (the settings and the Grafana dashboard), got %d", r.name, kinds["ConfigMap"])
 		}
 		if strings.HasPrefix(r.name, "base+") && kinds["ServiceMonitor"] != 1 {
 			t.Errorf("%s: want one ServiceMonitor, got %d", r.name, kinds["ServiceMonitor"])

@@ -73,7 +73,7 @@ func newLogger(cfg config.Config, s stdio) *slog.Logger {
 
 // serve runs the daemon until ctx ends.
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
-	log.Info("delaybridge starting", "version", version, "commit", commit, "replica", cfg.ReplicaID, "config", cfg.Redacted())
+	log.Info("delaybridge starting", "version", version, "commit", commit, "built", date, "replica", cfg.ReplicaID, "config", cfg.Redacted())
 	for _, name := range cfg.Unused(os.Environ()) {
 		log.Warn("variable is not used by this configuration (misspelt, or its topic is not in DELAYBRIDGE_TOPICS?)", "var", name)
 	}
@@ -89,8 +89,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	defer closeSinks()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := newRegistry()
 	metrics := forwarder.NewMetrics(reg)
 
 	fw, err := forwarder.New(forwarder.Options{
@@ -137,6 +136,19 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		log.Warn("http server", "err", err)
 	}
 	return runErr
+}
+
+// newRegistry is the daemon's own Prometheus registry with what every
+// replica exports besides the pipeline's metrics: the Go runtime, the
+// process, and delaybridge_build_info.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		currentBuild().collector(),
+	)
+	return reg
 }
 
 // routes serves only metrics and probes.

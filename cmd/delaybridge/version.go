@@ -4,15 +4,72 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Stamped at build time: -ldflags "-X main.version=… -X main.commit=…".
+// Stamped at build time by `make build`, scripts/build-static.sh and the
+// release workflow:
+//
+//	-ldflags "-X main.version=v0.1.0 -X main.commit=… -X main.date=2026-…Z"
 var (
 	version = "dev"
 	commit  = "unknown"
+	date    = "unknown"
 )
 
-func runVersion(_ context.Context, _ []string, s stdio) int {
-	fmt.Fprintf(s.out, "delaybridge %s (commit %s, %s)\n", version, commit, runtime.Version())
+// buildInfo is what this binary was built from.
+type buildInfo struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	Date      string `json:"date"`
+	GoVersion string `json:"goversion"`
+}
+
+func currentBuild() buildInfo {
+	return buildInfo{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version()}
+}
+
+// collector is the gauge delaybridge_build_info{version,commit,goversion},
+// always 1: joined on the instance, it tells a dashboard which build every
+// replica runs (say, halfway through a rolling upgrade).
+func (b buildInfo) collector() prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "delaybridge_build_info",
+		Help: "Always 1; the labels name the build of this replica.",
+		ConstLabels: prometheus.Labels{
+			"version":   b.Version,
+			"commit":    b.Commit,
+			"goversion": b.GoVersion,
+		},
+	})
+	g.Set(1)
+	return g
+}
+
+const versionUsage = `usage: delaybridge version [--json]
+
+Prints the version this binary was built from (its git tag). With --json:
+{"version", "commit", "date", "goversion"}.
+`
+
+// runVersion is `delaybridge version`.
+func runVersion(_ context.Context, args []string, s stdio) int {
+	fs := newFlags("version", versionUsage, s)
+	asJSON := fs.Bool("json", false, "print version, commit, build date and Go version as JSON")
+	pos, code, ok := parseFlags(fs, args, s)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return badUsage(fs, s, "unexpected argument %q", pos[0])
+	}
+	if *asJSON {
+		if err := writeJSON(s.out, currentBuild()); err != nil {
+			return exitFail
+		}
+		return exitOK
+	}
+	fmt.Fprintln(s.out, version)
 	return exitOK
 }
