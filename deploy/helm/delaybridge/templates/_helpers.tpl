@@ -104,4 +104,5 @@ redisPassword: REDIS_PASSWORD
 redisSentinelPassword: REDIS_SENTINEL_PASSWORD
 amqpUrl: AMQP_URL
 kafkaSaslPassword: KAFKA_SASL_PASSWORD
+sinkRedisUrl: SINK_REDIS_URL
 {{- end -}}
