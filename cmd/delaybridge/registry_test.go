@@ -68,7 +68,9 @@ func TestDaemonTakesTheRegistryOverWithoutLiveReplicasAndLogsTheChange(t *testin
 	defer cancel()
 	var out, errb syncBuffer
 	done := make(chan int, 1)
-	go func() { done <- dispatch(ctx, []string{"run"}, stdio{in: strings.NewReader(""), out: &out, err: &errb}) }()
+	go func() {
+		done <- dispatch(ctx, []string{"run"}, stdio{in: strings.NewReader(""), out: &out, err: &errb})
+	}()
 	for {
 		if l, _, _ := q.Layout(ctx, prefix, "events"); l.Slots == 4 {
 			break
