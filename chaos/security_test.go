@@ -29,6 +29,7 @@ var daemonCommands = []string{
 	"ping", "evalsha", "eval", "subscribe",
 	"time", "zadd", "zrem", "zrange", "zrangebyscore", "zremrangebyrank", "zremrangebyscore",
 	"zscore", "zmscore", "zcard", "zcount", "hset", "hget", "hmget", "hdel", "hincrby", "hlen", "hscan",
+	"scan", // the search for stranded slots
 }
 
 // daemonACL creates user with only the daemon's keys, channel and commands.

@@ -32,7 +32,15 @@ func (e *FieldError) Error() string {
 
 // Load reads and validates the configuration from the environment. The error
 // joins every problem found (errors.Join of *FieldError).
-func Load() (Config, error) {
+func Load() (Config, error) { return load(false) }
+
+// LoadCLI is Load for the producer and operator commands: DELAYBRIDGE_TOPICS
+// may be unset, since those commands read the topics the daemon registered
+// in Redis (queue.Topics). Topics that are set are parsed and checked as
+// for the daemon.
+func LoadCLI() (Config, error) { return load(true) }
+
+func load(cli bool) (Config, error) {
 	var e env
 	if err := lookup(Prefix, &e); err != nil {
 		return Config{}, fmt.Errorf("read environment: %w", err)
@@ -40,7 +48,9 @@ func Load() (Config, error) {
 	p := &parser{}
 	p.readFiles(&e)
 	c := p.global(&e)
-	c.Topics = p.topics(e.Topics)
+	if !cli || strings.TrimSpace(e.Topics) != "" {
+		c.Topics = p.topics(e.Topics)
+	}
 	p.sinksUsed(c, &e)
 	if err := errors.Join(p.errs...); err != nil {
 		return Config{}, err

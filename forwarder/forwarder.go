@@ -17,7 +17,8 @@
 // messages and the slot-order rules after a lost connection) and lease.go
 // (renewing the leases of slow batches). Around the scanners: forwarder.go
 // (options, Run, starting and stopping scanners), ownership.go, reaper.go,
-// wake.go, backlog.go and metrics.go.
+// wake.go, backlog.go, stranded.go (slots beyond a topic's slot count, left
+// by a resize, join the owned slots until drained) and metrics.go.
 package forwarder
 
 import (
@@ -78,6 +79,9 @@ type Options struct {
 	HeartbeatInterval, HeartbeatTTL time.Duration
 	// BacklogInterval is how often backlog gauges are refreshed (default 10s).
 	BacklogInterval time.Duration
+	// StrandedInterval is how often slots beyond the topics' slot counts
+	// are searched for (default DefaultStrandedInterval; see stranded.go).
+	StrandedInterval time.Duration
 
 	Metrics *Metrics
 	Log     *slog.Logger
@@ -119,6 +123,7 @@ func (o *Options) defaults() error {
 	setDur(&o.HeartbeatInterval, time.Second)
 	setDur(&o.HeartbeatTTL, 5*time.Second)
 	setDur(&o.BacklogInterval, 10*time.Second)
+	setDur(&o.StrandedInterval, DefaultStrandedInterval)
 	if o.KeyPrefix == "" {
 		o.KeyPrefix = o.Topics[0].KeyPrefix()
 	}
@@ -150,6 +155,12 @@ type Forwarder struct {
 	mu       sync.Mutex
 	owned    map[slotKey]*running
 	scanners sync.WaitGroup // every started scanner, until it drained
+
+	// assignMu guards live and stranded, and orders the changes of the
+	// owned set that ownership and the stranded search make (reassign).
+	assignMu sync.Mutex
+	live     []string         // the live replicas; nil while unknown or the heartbeat is lost
+	stranded map[slotKey]bool // slots beyond their topic's slot count that hold messages
 }
 
 // slotKey names one topic×slot.
@@ -205,14 +216,9 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	run(f.listenWake)
 	run(f.reapLoop)
 	run(f.backlogLoop)
+	run(f.strandedLoop)
 	if f.opt.AllSlots {
-		all := map[slotKey]bool{}
-		for ti, t := range f.opt.Topics {
-			for s := 0; s < t.SlotCount(); s++ {
-				all[slotKey{ti, s}] = true
-			}
-		}
-		f.setOwnedAsync(ctx, all)
+		f.reassign(ctx)
 		<-ctx.Done()
 	} else {
 		f.ownershipLoop(ctx)
@@ -221,7 +227,9 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	if !f.opt.AllSlots {
 		err = f.leave() // the others take the slots over while we drain
 	}
+	f.assignMu.Lock()
 	f.setOwnedAsync(ctx, nil)
+	f.assignMu.Unlock()
 	f.scanners.Wait() // each drains within ShutdownTimeout
 	stopBG()
 	wg.Wait()

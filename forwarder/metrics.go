@@ -26,6 +26,7 @@ type Metrics struct {
 	Overdue   *prometheus.GaugeVec     // topic: age of the oldest overdue message
 	Owned     *prometheus.GaugeVec     // topic: slots this replica scans
 	Replicas  prometheus.Gauge         // live replicas seen in the heartbeat set
+	Stranded  *prometheus.GaugeVec     // topic: messages in slots beyond the slot count
 	RedisErrs *prometheus.CounterVec   // op (redisOps): failed Redis calls
 }
 
@@ -34,7 +35,7 @@ type Metrics struct {
 // one of redisOps (the tests keep both lists honest).
 var (
 	failureOutcomes = []string{"permanent", "connection", "timeout", "broker"}
-	redisOps        = []string{"claim", "extend", "ack", "release", "retry", "reap", "stats", "heartbeat"}
+	redisOps        = []string{"claim", "extend", "ack", "release", "retry", "reap", "stats", "heartbeat", "stranded"}
 	backlogStates   = []string{"scheduled", "overdue", "retrying", "inflight", "dead"}
 )
 
@@ -82,7 +83,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Live replicas in the heartbeat set.",
 		}),
 	}
-	reg.MustRegister(m.Lateness, m.Latency, m.Backlog, m.Overdue, m.Owned, m.Replicas)
+	m.Stranded = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "delaybridge", Name: "stranded_messages",
+		Help: "Messages in slots beyond the topic's slot count (after a resize down, or from a producer with other settings), " +
+			"being drained; the whole topic as this replica's last search found it (the same on every replica).",
+	}, []string{"topic"})
+	reg.MustRegister(m.Lateness, m.Latency, m.Backlog, m.Overdue, m.Owned, m.Replicas, m.Stranded)
 	for _, op := range redisOps {
 		m.RedisErrs.WithLabelValues(op)
 	}
@@ -105,4 +111,5 @@ func (m *Metrics) initTopic(topic string) {
 	}
 	m.Overdue.WithLabelValues(topic)
 	m.Owned.WithLabelValues(topic)
+	m.Stranded.WithLabelValues(topic)
 }

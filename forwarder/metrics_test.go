@@ -29,7 +29,7 @@ import (
 // fails here; the alerts and the dashboard rely on these (deploy/).
 var freshSeries = func() []string {
 	out := []string{"delaybridge_replicas"}
-	for _, op := range []string{"ack", "claim", "extend", "heartbeat", "reap", "release", "retry", "stats"} {
+	for _, op := range []string{"ack", "claim", "extend", "heartbeat", "reap", "release", "retry", "stats", "stranded"} {
 		out = append(out, `delaybridge_redis_errors_total{op="`+op+`"}`)
 	}
 	for _, topic := range []string{"orders", "reminders"} {
@@ -37,6 +37,7 @@ var freshSeries = func() []string {
 		for _, name := range []string{
 			"claimed_total", "published_total", "retried_total", "dead_total", "released_total", "reaped_total",
 			"lateness_seconds", "publish_duration_seconds", "oldest_overdue_seconds", "owned_slots",
+			"stranded_messages",
 		} {
 			out = append(out, "delaybridge_"+name+tl)
 		}

@@ -60,7 +60,7 @@ func (f *Forwarder) ownershipLoop(ctx context.Context) {
 			f.m.RedisErrs.WithLabelValues("heartbeat").Inc()
 			if time.Since(lastOK) >= f.opt.HeartbeatTTL && len(f.ownedSlots()) > 0 {
 				f.log.Error("heartbeat lost for a whole TTL; stopping every scanner", "err", b.err)
-				f.setOwnedAsync(ctx, nil)
+				f.setLive(ctx, nil)
 				last = nil
 			} else {
 				f.log.Warn("heartbeat failed", "err", b.err)
@@ -71,10 +71,8 @@ func (f *Forwarder) ownershipLoop(ctx context.Context) {
 		lastOK = b.sent
 		f.m.Replicas.Set(float64(len(b.set.Live)))
 		if !slices.Equal(b.set.Live, last) {
-			want := f.assign(b.set.Live)
-			gained, lost := diff(f.ownedSlots(), want)
-			f.log.Info("ownership changed", "replicas", len(b.set.Live), "owned", len(want), "gained", gained, "lost", lost)
-			f.setOwnedAsync(ctx, want)
+			gained, lost, owned := f.setLive(ctx, b.set.Live)
+			f.log.Info("ownership changed", "replicas", len(b.set.Live), "owned", owned, "gained", gained, "lost", lost)
 			last = b.set.Live
 		}
 		timer.Reset(nextBeat(b.set, f.opt.ReplicaID, f.opt.HeartbeatInterval))
@@ -109,6 +107,53 @@ func nextBeat(set queue.ReplicaSet, self string, interval time.Duration) time.Du
 	// Redis drops a replica once its deadline is reached (score <= now).
 	until := next.Sub(set.Now) + time.Millisecond
 	return max(min(until, interval), time.Millisecond)
+}
+
+// setLive records the live replicas (nil: unknown, own nothing) and
+// applies the slots this replica owns among them.
+func (f *Forwarder) setLive(ctx context.Context, live []string) (gained, lost, owned int) {
+	f.assignMu.Lock()
+	f.live = live
+	f.assignMu.Unlock()
+	return f.reassign(ctx)
+}
+
+// reassign computes the slots this replica owns now (wanted) and starts
+// and stops scanners to match. Ownership calls it when the live replicas
+// change, the stranded search when the stranded slots do.
+func (f *Forwarder) reassign(ctx context.Context) (gained, lost, owned int) {
+	f.assignMu.Lock()
+	defer f.assignMu.Unlock()
+	want := f.wanted()
+	gained, lost = diff(f.ownedSlots(), want)
+	f.setOwnedAsync(ctx, want)
+	return gained, lost, len(want)
+}
+
+// wanted are the slots this replica owns: with AllSlots every slot, else
+// its share among the live replicas (none while they are unknown); and the
+// stranded slots (beyond a topic's slot count), each owned by its
+// rendezvous owner (Owner): they are few and come and go. Needs assignMu.
+func (f *Forwarder) wanted() map[slotKey]bool {
+	want := map[slotKey]bool{}
+	switch {
+	case f.opt.AllSlots:
+		for ti, t := range f.opt.Topics {
+			for s := range t.SlotCount() {
+				want[slotKey{ti, s}] = true
+			}
+		}
+	case f.live == nil:
+		return want
+	default:
+		want = f.assign(f.live)
+	}
+	for k := range f.stranded {
+		if f.opt.AllSlots || Owner(f.live, f.opt.Topics[k.topic].Name, k.slot) == f.opt.ReplicaID {
+			want[k] = true
+		}
+	}
+	return want
 }
 
 // assign returns the slots this replica owns among live (see Assign).

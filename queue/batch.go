@@ -50,6 +50,9 @@ func (q *Queue) ScheduleBatch(ctx context.Context, t Topic, items []Item) ([]Rec
 	if len(bad) > 0 {
 		return nil, fmt.Errorf("schedule batch in %s: %w", t.Name, errors.Join(bad...))
 	}
+	if err := q.checkLayout(ctx, t); err != nil {
+		return nil, fmt.Errorf("schedule batch: %w", err)
+	}
 	for slot, i := range earliest {
 		calls[i].args[4], calls[i].args[5] = t.wakeArgs(slot)
 	}

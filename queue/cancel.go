@@ -37,7 +37,7 @@ return {0, m}
 // ErrInFlight and nothing changes.
 func (q *Queue) Cancel(ctx context.Context, t Topic, member []byte) (bool, error) {
 	id := t.memberID(string(member))
-	return q.cancel(ctx, t, t.SlotOf(member), string(member), id)
+	return q.cancelIn(ctx, t, t.memberCandidates(member), string(member), id)
 }
 
 // CancelID removes the message an envelope id names, if it is not yet
@@ -46,7 +46,19 @@ func (q *Queue) CancelID(ctx context.Context, t Topic, id string) (bool, error) 
 	if err := t.needEnvelope(id); err != nil {
 		return false, fmt.Errorf("cancel: %w", err)
 	}
-	return q.cancel(ctx, t, t.SlotOfID(id), "", id)
+	return q.cancelIn(ctx, t, t.slotCandidates([]byte(id)), "", id)
+}
+
+// cancelIn cancels in the first of slots that has the message (see
+// slotCandidates: a resized topic may keep it in an old slot).
+func (q *Queue) cancelIn(ctx context.Context, t Topic, slots []int, member, id string) (bool, error) {
+	for _, slot := range slots {
+		ok, err := q.cancel(ctx, t, slot, member, id)
+		if ok || err != nil {
+			return ok, err
+		}
+	}
+	return false, nil
 }
 
 func (q *Queue) cancel(ctx context.Context, t Topic, slot int, member, id string) (bool, error) {

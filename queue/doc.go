@@ -11,7 +11,11 @@
 // batch.go, cancel.go, reschedule.go, lookup.go (Get), dead.go (listing),
 // requeue.go, purge.go, stats.go; wake.go (wake-ups), replicas.go
 // (heartbeats), millis.go (scores and times), envelope.go and message.go
-// (member formats), producer.go (the producer API's types and errors).
+// (member formats), producer.go (the producer API's types and errors);
+// registry.go (the topic registry, <prefix>:topics: Layout, Topic, Topics,
+// CheckTopic), register.go (a daemon's Register), layoutcheck.go (producers
+// checked against the registry), resize.go (finding a message by member or
+// id after a resize) and stranded.go (slots beyond a topic's slot count).
 //
 // Every script touches the keys of exactly one topic×slot, and all keys of a
 // slot share one Redis Cluster hash tag, so every call runs on one node and is

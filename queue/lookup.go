@@ -108,19 +108,28 @@ func (q *Queue) Get(ctx context.Context, t Topic, id string) (Info, error) {
 	if err := t.needEnvelope(id); err != nil {
 		return Info{}, fmt.Errorf("get: %w", err)
 	}
-	slot := t.SlotOfID(id)
-	k := t.Keys(slot)
-	res, err := getScript.Run(ctx, q.rdb, slotKeys(k), id).StringSlice()
-	if err != nil {
-		return Info{}, fmt.Errorf("get id %q in %s: %w", id, k.Scheduled, err)
+	var slot int
+	var res []string
+	for _, slot = range t.slotCandidates([]byte(id)) { // see slotCandidates: resized topics
+		k := t.Keys(slot)
+		r, err := getScript.Run(ctx, q.rdb, slotKeys(k), id).StringSlice()
+		if err != nil {
+			return Info{}, fmt.Errorf("get id %q in %s: %w", id, k.Scheduled, err)
+		}
+		if res = r; len(res) != 0 {
+			break
+		}
 	}
+	k := t.Keys(slot)
 	if len(res) == 0 {
+		k = t.Keys(t.SlotOfID(id))
 		return Info{}, fmt.Errorf("get id %q in %s: %w", id, k.Scheduled, ErrNotFound)
 	}
 	if len(res) != 5 {
 		return Info{}, fmt.Errorf("get id %q in %s: malformed reply of %d elements", id, k.Scheduled, len(res))
 	}
 	in := Info{Member: res[0], Slot: slot, State: StateScheduled}
+	var err error
 	in.Message, err = t.Decode(res[0])
 	if err != nil {
 		return Info{}, fmt.Errorf("get id %q: %w", id, err)

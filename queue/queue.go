@@ -1,15 +1,24 @@
 package queue
 
-import "github.com/redis/go-redis/v9"
+import (
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Queue runs the data model's operations against one Redis deployment
 // (standalone, Sentinel or Cluster: every call touches one hash tag).
 type Queue struct {
 	rdb redis.UniversalClient
+	// checks remembers the topics whose producer settings agreed with the
+	// registry (see checkLayout).
+	checks *layoutChecks
 }
 
 // New returns a Queue over rdb.
-func New(rdb redis.UniversalClient) *Queue { return &Queue{rdb: rdb} }
+func New(rdb redis.UniversalClient) *Queue {
+	return &Queue{rdb: rdb, checks: &layoutChecks{ok: map[checkKey]time.Time{}}}
+}
 
 // Client is the underlying Redis client.
 func (q *Queue) Client() redis.UniversalClient { return q.rdb }

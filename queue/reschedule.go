@@ -50,26 +50,21 @@ func (q *Queue) Reschedule(ctx context.Context, t Topic, ref Ref, when When) (Re
 	if err != nil {
 		return Receipt{}, fmt.Errorf("reschedule in %s: %w", t.Name, err)
 	}
-	var slot int
+	var slots []int
 	var member, id string
 	if ref.ID != "" {
 		if err := t.needEnvelope(ref.ID); err != nil {
 			return Receipt{}, fmt.Errorf("reschedule: %w", err)
 		}
-		slot, id = t.SlotOfID(ref.ID), ref.ID
+		slots, id = t.slotCandidates([]byte(ref.ID)), ref.ID
 	} else {
-		slot, member, id = t.SlotOf(ref.Member), string(ref.Member), t.memberID(string(ref.Member))
+		slots, member, id = t.memberCandidates(ref.Member), string(ref.Member), t.memberID(string(ref.Member))
+	}
+	slot, res, err := q.rescheduleIn(ctx, t, slots, member, id, mode, value)
+	if err != nil {
+		return Receipt{}, err
 	}
 	k := t.Keys(slot)
-	channel, prefix := t.wakeArgs(slot)
-	res, err := rescheduleScript.Run(ctx, q.rdb, slotKeys(k),
-		member, id, mode, value, channel, prefix).Slice()
-	if err != nil {
-		return Receipt{}, fmt.Errorf("reschedule in %s: %w", k.Scheduled, dueErr(err))
-	}
-	if len(res) != 3 {
-		return Receipt{}, fmt.Errorf("reschedule in %s: malformed reply of %d elements", k.Scheduled, len(res))
-	}
 	state, _ := res[0].(int64)
 	m, _ := res[1].(string)
 	switch state {
@@ -88,4 +83,30 @@ func (q *Queue) Reschedule(ctx context.Context, t Topic, ref Ref, when When) (Re
 		return Receipt{}, fmt.Errorf("reschedule in %s: parse score %q: %w", k.Scheduled, s, err)
 	}
 	return r, nil
+}
+
+// rescheduleIn runs rescheduleScript in the first of slots that has the
+// message (see slotCandidates: a resized topic may keep it in an old slot),
+// or in the first slot when none has it.
+func (q *Queue) rescheduleIn(ctx context.Context, t Topic, slots []int, member, id, mode, value string) (int, []any, error) {
+	var first []any
+	for _, slot := range slots {
+		k := t.Keys(slot)
+		channel, prefix := t.wakeArgs(slot)
+		res, err := rescheduleScript.Run(ctx, q.rdb, slotKeys(k),
+			member, id, mode, value, channel, prefix).Slice()
+		if err != nil {
+			return 0, nil, fmt.Errorf("reschedule in %s: %w", k.Scheduled, dueErr(err))
+		}
+		if len(res) != 3 {
+			return 0, nil, fmt.Errorf("reschedule in %s: malformed reply of %d elements", k.Scheduled, len(res))
+		}
+		if state, _ := res[0].(int64); state != 0 {
+			return slot, res, nil
+		}
+		if first == nil {
+			first = res
+		}
+	}
+	return slots[0], first, nil
 }

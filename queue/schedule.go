@@ -98,6 +98,9 @@ func (q *Queue) ScheduleMember(ctx context.Context, t Topic, member []byte, when
 	if err != nil {
 		return Receipt{}, err
 	}
+	if err := q.checkLayout(ctx, t); err != nil {
+		return Receipt{}, fmt.Errorf("schedule: %w", err)
+	}
 	res, err := scheduleScript.Run(ctx, q.rdb, c.keys, c.args...).Slice()
 	if err != nil {
 		return Receipt{}, fmt.Errorf("schedule in %s: %w", t.Keys(r.Slot).Scheduled, dueErr(err))

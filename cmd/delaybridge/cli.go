@@ -29,10 +29,11 @@ type cli struct {
 	q    *queue.Queue
 }
 
-// openCLI loads the DELAYBRIDGE_* configuration and connects to Redis. On
-// failure it has printed why and returns the exit code.
+// openCLI loads the DELAYBRIDGE_* configuration (topics optional: the
+// registry has them, see registry.go) and connects to Redis. On failure it
+// has printed why and returns the exit code.
 func openCLI(name string, s stdio) (*cli, int) {
-	cfg, err := config.Load()
+	cfg, err := config.LoadCLI()
 	if err != nil {
 		fmt.Fprintf(s.err, "delaybridge %s: bad configuration:\n", name)
 		var joined interface{ Unwrap() []error }
@@ -55,26 +56,15 @@ func openCLI(name string, s stdio) (*cli, int) {
 
 func (c *cli) close() { c.rdb.Close() }
 
-// topic finds a configured topic by name.
-func (c *cli) topic(name string) (queue.Topic, error) {
-	var names []string
-	for _, t := range c.cfg.Topics {
-		if t.Name == name {
-			return t.Queue(c.cfg.KeyPrefix), nil
-		}
-		names = append(names, t.Name)
-	}
-	return queue.Topic{}, fmt.Errorf("unknown topic %q (DELAYBRIDGE_TOPICS has %s)", name, strings.Join(names, ", "))
-}
+// topic finds a topic by name: configured (and agreeing with the
+// registry), or registered by the daemon.
+func (c *cli) topic(name string) (queue.Topic, error) { return c.topicFromRegistry(name) }
 
-// topics finds the named topics, or every configured one when none is named.
+// topics finds the named topics, or every configured (else registered) one
+// when none is named.
 func (c *cli) topics(names []string) ([]queue.Topic, error) {
 	if len(names) == 0 {
-		out := make([]queue.Topic, len(c.cfg.Topics))
-		for i, t := range c.cfg.Topics {
-			out[i] = t.Queue(c.cfg.KeyPrefix)
-		}
-		return out, nil
+		return c.allTopics()
 	}
 	out := make([]queue.Topic, 0, len(names))
 	for _, n := range names {

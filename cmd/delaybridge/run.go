@@ -34,6 +34,9 @@ func runDaemon(ctx context.Context, args []string, s stdio) int {
 	log := newLogger(cfg, s)
 	if err := serve(ctx, cfg, log); err != nil {
 		log.Error("delaybridge stopped", "err", err)
+		if errors.Is(err, queue.ErrLayoutMismatch) {
+			return exitConfig // the topic settings disagree with live replicas'
+		}
 		return exitFail
 	}
 	log.Info("delaybridge stopped cleanly")
@@ -82,6 +85,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return fmt.Errorf("redis client: %w", err)
 	}
 	defer rdb.Close()
+	if err := registerTopics(ctx, queue.New(rdb), cfg, log); err != nil {
+		return err
+	}
 
 	topics, closeSinks, err := buildSinks(cfg, log)
 	if err != nil {
