@@ -29,6 +29,7 @@ var daemonCommands = []string{
 	"ping", "evalsha", "eval", "subscribe",
 	"time", "zadd", "zrem", "zrange", "zrangebyscore", "zremrangebyrank", "zremrangebyscore",
 	"zscore", "zmscore", "zcard", "zcount", "hset", "hget", "hmget", "hdel", "hincrby", "hlen", "hscan",
+	"hkeys", "hrandfield", // the stats script's retrying count (bounded: HKEYS only of a small hash)
 	"scan", // the search for stranded slots
 }
 
