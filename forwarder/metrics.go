@@ -25,6 +25,7 @@ type Metrics struct {
 	Backlog   *prometheus.GaugeVec     // topic, state (backlogStates)
 	Overdue   *prometheus.GaugeVec     // topic: age of the oldest overdue message
 	Owned     *prometheus.GaugeVec     // topic: slots this replica scans
+	Paused    *prometheus.GaugeVec     // topic: 1 while the topic is paused
 	Replicas  prometheus.Gauge         // live replicas seen in the heartbeat set
 	RedisErrs *prometheus.CounterVec   // op (redisOps): failed Redis calls
 }
@@ -77,12 +78,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "delaybridge", Name: "owned_slots",
 			Help: "Slots this replica scans.",
 		}, []string{"topic"}),
+		Paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "delaybridge", Name: "topic_paused",
+			Help: "1 while the topic is paused (delaybridge pause): nothing of it is claimed.",
+		}, []string{"topic"}),
 		Replicas: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "delaybridge", Name: "replicas",
 			Help: "Live replicas in the heartbeat set.",
 		}),
 	}
-	reg.MustRegister(m.Lateness, m.Latency, m.Backlog, m.Overdue, m.Owned, m.Replicas)
+	reg.MustRegister(m.Lateness, m.Latency, m.Backlog, m.Overdue, m.Owned, m.Paused, m.Replicas)
 	for _, op := range redisOps {
 		m.RedisErrs.WithLabelValues(op)
 	}
@@ -105,4 +110,5 @@ func (m *Metrics) initTopic(topic string) {
 	}
 	m.Overdue.WithLabelValues(topic)
 	m.Owned.WithLabelValues(topic)
+	m.Paused.WithLabelValues(topic)
 }

@@ -14,6 +14,7 @@ import "github.com/redis/go-redis/v9"
 // KEYS[5] -> dead ZSET (dead)
 // KEYS[6] -> dead reason HASH (reasons)
 // KEYS[7] -> ids HASH, envelope topics (ids)
+// KEYS[8] -> paused STRING, set while the topic is paused (paused)
 //
 // Every script reads "now" from Redis's TIME, in whole milliseconds rounded
 // down: a score s is due when s <= now, so an integer score is never claimed
@@ -25,12 +26,12 @@ import "github.com/redis/go-redis/v9"
 
 // slotKeys is the KEYS list of every slot script, in the order slotLua binds.
 func slotKeys(k SlotKeys) []string {
-	return []string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason, k.IDs}
+	return []string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason, k.IDs, k.Paused}
 }
 
 // slotLua names the keys of slotKeys.
 const slotLua = `
-local sched, inflight, dues, attempts, dead, reasons, ids = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local sched, inflight, dues, attempts, dead, reasons, ids, paused = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 `
 
 // nowLua sets the local "now" (ms, integer-valued float) from TIME.
