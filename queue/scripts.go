@@ -78,6 +78,19 @@ local function bury(m, why, id)
 end
 `
 
+// forgetLua defines forget(m): drop the due, attempts and last-error records
+// of member m, which left the scheduled and in-flight sets for good (acked,
+// cancelled, replaced, swept). The reasons HASH holds the last error of a
+// message waiting to retry as well as of a dead one, so the reason stays when
+// the same bytes are also in the dead set.
+const forgetLua = `
+local function forget(m)
+  redis.call('HDEL', dues, m)
+  redis.call('HDEL', attempts, m)
+  if not redis.call('ZSCORE', dead, m) then redis.call('HDEL', reasons, m) end
+end
+`
+
 // slotScript is a script of one slot: slotLua, then the helpers it needs,
 // then its body.
 func slotScript(parts ...string) *redis.Script {
