@@ -137,6 +137,9 @@ func TestPauseUnderLoadStopsEveryReplicaAndResumeDeliversAllNoneEarly(t *testing
 			if got := claimedSum(t, regs, "paused"); got != atPause1s {
 				t.Errorf("claimed %v between 1 s after the pause and the resume, want none", got-atPause1s)
 			}
+			if atPause1s == 0 {
+				t.Errorf("nothing claimed before the pause: the test proves nothing")
+			}
 			resumedAt = time.Now() // deliveries may start once the first slot resumes
 			if _, err := q.Resume(ctx, topic); err != nil {
 				t.Fatal(err)
@@ -169,8 +172,19 @@ func checkPausedDeliveries(t *testing.T, got map[string][]time.Time, due map[str
 			held++
 		}
 	}
+	first := time.Time{}
+	for _, at := range got {
+		if len(at) > 0 && !at[0].Before(resumedAt) && (first.IsZero() || at[0].Before(first)) {
+			first = at[0]
+		}
+	}
+	// Resume wakes the scanners: the first delivery must not wait for a
+	// poll interval (200 ms), let alone longer.
+	if lag := first.Sub(resumedAt); first.IsZero() || lag > time.Second {
+		t.Errorf("first delivery %s after the resume, want well within a second", lag)
+	}
 	if held == 0 {
 		t.Errorf("no message fell due while paused: the test proves nothing")
 	}
-	t.Logf("%d messages, %d due while paused", len(due), held)
+	t.Logf("%d messages, %d due while paused, first delivered %s after the resume", len(due), held, first.Sub(resumedAt))
 }

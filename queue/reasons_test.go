@@ -121,3 +121,26 @@ func TestAckOfAMemberThatIsAlsoDeadKeepsTheDeadReason(t *testing.T) {
 		t.Errorf("ack dropped the reason of the dead copy")
 	}
 }
+
+func TestARescheduledRetryingMessageRemovedByAProducerLeavesNoRecords(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, FormatRaw, 1)
+	k := f.tp.Keys(0)
+	f.retryOnce("moved", "nack")
+	later := f.redisNow() + 600_000
+	if _, err := f.q.Reschedule(f.ctx, f.tp, ByMember([]byte("moved")), At(MillisTime(later))); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := f.q.Inspect(f.ctx, f.tp, []byte("moved")); e.State != "retrying" || e.LastError != "nack" || e.Due != MillisTime(later) {
+		t.Errorf("rescheduled: %+v", e)
+	}
+	f.rdb.ZRem(f.ctx, k.Scheduled, "moved")
+	if _, err := f.q.Reap(f.ctx, f.tp, 0, 100, "0"); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{k.DeadReason, k.Attempts, k.Due} {
+		if n, _ := f.rdb.HLen(f.ctx, key).Result(); n != 0 {
+			t.Errorf("%s keeps %d records", key, n)
+		}
+	}
+}
