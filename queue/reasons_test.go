@@ -144,3 +144,32 @@ func TestARescheduledRetryingMessageRemovedByAProducerLeavesNoRecords(t *testing
 		}
 	}
 }
+
+func TestProducersDocScriptsForgetTheLastErrorOfARetryingEnvelope(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, FormatEnvelope, 1)
+	schedule, cancel := docScript(t, "schedule.lua"), docScript(t, "cancel.lua")
+	k := f.tp.Keys(0)
+	keys := []string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.IDs, k.Dead, k.DeadReason}
+	fail := func(id string) {
+		r, err := f.q.Schedule(f.ctx, f.tp, Message{ID: id, Body: []byte("x")}, In(-time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range f.claim(0, 10, time.Minute).Messages {
+			f.q.Retry(f.ctx, f.tp, r.Slot, Failure{Member: m.Member, Backoff: time.Hour, Reason: "nack"}, 10)
+		}
+	}
+	fail("replaced")
+	if err := schedule.Run(f.ctx, f.rdb, keys, `{"id":"replaced","body":"v2"}`, "replaced", f.redisNow()+60_000).Err(); err != nil {
+		t.Fatal(err)
+	}
+	fail("cancelled")
+	if n, err := cancel.Run(f.ctx, f.rdb, keys, "cancelled").Int(); n != 1 || err != nil {
+		t.Fatalf("cancel.lua = %d, %v", n, err)
+	}
+	if n, _ := f.rdb.HLen(f.ctx, k.DeadReason).Result(); n != 0 {
+		left, _ := f.rdb.HKeys(f.ctx, k.DeadReason).Result()
+		t.Errorf("last errors left: %q", left)
+	}
+}
