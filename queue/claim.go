@@ -63,7 +63,7 @@ const claimChunk = 256
 // and written with one variadic command per chunk (claimChunk).
 var claimScript = slotScript(nowLua, idsLua, buryLua, fmt.Sprintf("local chunk = %d\n", claimChunk), `
 local out = {string.format('%.3f', tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000), '', '0'}
-if redis.call('EXISTS', paused) == 1 then
+if redis.call('HLEN', paused) > 0 then
   out[3] = '1'
   return out
 end

@@ -49,7 +49,7 @@ type SlotKeys struct {
 	Dead       string // ZSET member → time of death (ms)
 	DeadReason string // HASH member → last error text
 	IDs        string // HASH id → member (envelope topics)
-	Paused     string // STRING "<ms>\n<reason>" while the topic is paused (see Pause)
+	Paused     string // HASH since → ms, reason → text, while the topic is paused (see Pause)
 }
 
 // Validate reports whether the topic can be used.

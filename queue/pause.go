@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -24,15 +23,19 @@ type PauseState struct {
 	Reason string
 }
 
-// parsePause reads the paused key's value, "<ms>\n<reason>" ("" when the
-// key does not exist).
-func parsePause(v string) PauseState {
-	if v == "" {
+// The paused key is a HASH (since → Unix ms, reason → text), not a string:
+// the daemon's scripts read it with HLEN and HMGET, commands its minimal
+// Redis ACL grants already (docs/operations-security.md), where GET or
+// EXISTS would widen it.
+
+// parsePause reads the paused key's since and reason fields (since "" when
+// the key does not exist).
+func parsePause(since, reason string) PauseState {
+	if since == "" {
 		return PauseState{}
 	}
-	ms, reason, _ := strings.Cut(v, "\n")
 	p := PauseState{Paused: true, Reason: reason}
-	if f, err := strconv.ParseFloat(ms, 64); err == nil {
+	if f, err := strconv.ParseFloat(since, 64); err == nil {
 		p.Since = MillisTime(f)
 	}
 	return p
@@ -43,10 +46,10 @@ func parsePause(v string) PauseState {
 // KEYS    -> slotKeys
 // ARGV[1] -> reason
 //
-// Sets the paused key to "<now ms>\n<reason>" (a second pause replaces the
-// reason and time). Returns 1.
+// Sets the paused HASH's since (now, ms) and reason (a second pause replaces
+// both). Returns 1.
 var pauseScript = slotScript(nowLua, `
-redis.call('SET', paused, string.format('%.0f', now) .. '\n' .. ARGV[1])
+redis.call('HSET', paused, 'since', string.format('%.0f', now), 'reason', ARGV[1])
 return 1
 `)
 

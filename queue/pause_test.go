@@ -116,7 +116,7 @@ func TestAdoptedKeyIsPausedInItsOwnHashTag(t *testing.T) {
 	if err := f.q.Pause(f.ctx, f.tp, "why"); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := f.rdb.Get(f.ctx, f.tp.Keys(0).Paused).Result(); parsePause(v).Reason != "why" {
+	if v, _ := f.rdb.HGetAll(f.ctx, f.tp.Keys(0).Paused).Result(); v["reason"] != "why" || v["since"] == "" {
 		t.Errorf("paused key holds %q", v)
 	}
 	if c := f.claim(0, 10, time.Minute); len(c.Messages) != 0 {

@@ -34,7 +34,7 @@ if redis.call('ZSCORE', sched, m) then
   end
   redis.call('ZADD', sched, 'XX', score, m)
   if redis.call('ZSCORE', inflight, m) then
-  elseif redis.call('HEXISTS', attempts, m) == 1 then
+  elseif redis.call('HGET', attempts, m) then
     redis.call('HSET', dues, m, score)
   else
     redis.call('HDEL', dues, m)

@@ -14,7 +14,7 @@ import "github.com/redis/go-redis/v9"
 // KEYS[5] -> dead ZSET (dead)
 // KEYS[6] -> dead reason HASH (reasons)
 // KEYS[7] -> ids HASH, envelope topics (ids)
-// KEYS[8] -> paused STRING, set while the topic is paused (paused)
+// KEYS[8] -> paused HASH, exists while the topic is paused (paused)
 //
 // Every script reads "now" from Redis's TIME, in whole milliseconds rounded
 // down: a score s is due when s <= now, so an integer score is never claimed

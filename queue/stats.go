@@ -40,8 +40,8 @@ const retryingSample = 1000
 // ARGV[1] -> most :attempts records to look at for the retrying count
 //
 // Returns {now, scheduled, overdue, inflight, dead, next due or "", oldest
-// overdue or "", retrying, 1 when retrying is exact else 0, paused key's value
-// or ""}.
+// overdue or "", retrying, 1 when retrying is exact else 0, paused since or
+// nil, pause reason or nil}.
 //
 // Retrying: HLEN of :attempts alone would also count members in flight again
 // and records left by a producer's cancel until the reaper sweeps them, so
@@ -86,7 +86,8 @@ if n > 0 then
     exact = 0
   end
 end
-return {nowstr, redis.call('ZCARD', sched), overdue, redis.call('ZCARD', inflight), redis.call('ZCARD', dead), nxt, oldest, retrying, exact, redis.call('GET', paused) or ''}
+return {nowstr, redis.call('ZCARD', sched), overdue, redis.call('ZCARD', inflight), redis.call('ZCARD', dead), nxt, oldest, retrying, exact,
+  unpack(redis.call('HMGET', paused, 'since', 'reason'))}
 `)
 
 // Stats reads the backlog of one slot.
@@ -102,7 +103,7 @@ func (q *Queue) stats(ctx context.Context, k SlotKeys, slot, sample int) (s Slot
 	if err != nil {
 		return SlotStats{}, false, fmt.Errorf("stats %s: %w", k.Scheduled, err)
 	}
-	if len(res) != 10 {
+	if len(res) != 11 {
 		return SlotStats{}, false, fmt.Errorf("stats %s: malformed reply of %d elements", k.Scheduled, len(res))
 	}
 	s = SlotStats{Slot: slot}
@@ -115,8 +116,9 @@ func (q *Queue) stats(ctx context.Context, k SlotKeys, slot, sample int) (s Slot
 	s.OldestOverdue = parseMillis(res[6])
 	s.Retrying, _ = res[7].(int64)
 	flag, _ := res[8].(int64)
-	pause, _ := res[9].(string)
-	s.Pause = parsePause(pause)
+	since, _ := res[9].(string)
+	reason, _ := res[10].(string)
+	s.Pause = parsePause(since, reason)
 	return s, flag == 1, nil
 }
 
