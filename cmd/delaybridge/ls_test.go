@@ -118,3 +118,13 @@ func TestLsErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestInspectionAndPauseCommandsPrintHelpWithJSON(t *testing.T) {
+	for _, name := range []string{"ls", "get", "replicas", "pause", "resume"} {
+		var out, errb strings.Builder
+		code := dispatch(t.Context(), []string{name, "--help"}, stdio{in: strings.NewReader(""), out: &out, err: &errb})
+		if code != exitOK || !strings.Contains(out.String(), "delaybridge "+name+" [flags] ") || !strings.Contains(out.String(), "-json") {
+			t.Errorf("%s --help: exit %d\n%s", name, code, out.String())
+		}
+	}
+}
