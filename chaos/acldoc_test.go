@@ -52,8 +52,10 @@ func TestDocumentedACLIsTheTestedOne(t *testing.T) {
 }
 
 // producerScripts hold the scripts only producers and operators run (the
-// Go producer API, the CLI's dead-set commands), never the daemon.
-var producerScripts = []string{"schedule.go", "cancel.go", "reschedule.go", "lookup.go", "requeue.go", "purge.go"}
+// Go producer API, the CLI's dead-set, inspection and pause commands), never
+// the daemon.
+var producerScripts = []string{"schedule.go", "cancel.go", "reschedule.go", "lookup.go", "requeue.go", "purge.go",
+	"pause.go", "list.go", "inspect.go"}
 
 // scriptCommands finds the commands that the Lua scripts in queue/ call,
 // except producers' scripts, with a file that calls each.

@@ -74,3 +74,40 @@ func TestBacklogGaugesCountStatesAndTheOldestOverdueAge(t *testing.T) {
 		t.Errorf("backlog gauges (-want +got):\n%s", diff)
 	}
 }
+
+func TestTopicPausedGaugeIsOneWhilePausedOnOwnersAndOthers(t *testing.T) {
+	t.Parallel()
+	q, prefix := testRedis(t)
+	ctx := context.Background()
+	orders := queue.Topic{Name: "orders", Prefix: prefix, Slots: 2}
+	other := queue.Topic{Name: "other", Prefix: prefix}
+	reg := prometheus.NewRegistry()
+	sink := newRecordSink()
+	f, err := New(Options{Queue: q, Topics: []Topic{{Topic: orders, Sink: sink}, {Topic: other, Sink: sink}}, Metrics: NewMetrics(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.owned = map[slotKey]*running{{0, 1}: {}} // owns a slot of orders, none of other
+	gauges := func() (float64, float64) {
+		got := gatherSeries(t, reg)
+		return got[`delaybridge_topic_paused{topic="orders"}`], got[`delaybridge_topic_paused{topic="other"}`]
+	}
+	f.refreshBacklog(ctx)
+	if o, x := gauges(); o != 0 || x != 0 {
+		t.Fatalf("before pause: orders %v, other %v; want 0, 0", o, x)
+	}
+	for _, tp := range []queue.Topic{orders, other} {
+		if err := q.Pause(ctx, tp, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.refreshBacklog(ctx)
+	if o, x := gauges(); o != 1 || x != 1 {
+		t.Errorf("paused: orders %v, other %v; want 1, 1", o, x)
+	}
+	q.Resume(ctx, orders)
+	f.refreshBacklog(ctx)
+	if o, x := gauges(); o != 0 || x != 1 {
+		t.Errorf("orders resumed: orders %v, other %v; want 0, 1", o, x)
+	}
+}

@@ -58,6 +58,8 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 		}
 		// Look again when the next message falls due, at the latest after
 		// the poll interval (a message scheduled earlier rings the alarm).
+		// A paused slot reports no next: it naps the poll interval, and
+		// Resume's wake-up rings the alarm.
 		target := queue.Millis(c.Now) + float64(opt.PollInterval)/float64(time.Millisecond)
 		if c.HasNext {
 			target = min(target, c.Next)

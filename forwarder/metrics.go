@@ -25,6 +25,7 @@ type Metrics struct {
 	Backlog   *prometheus.GaugeVec     // topic, state (backlogStates)
 	Overdue   *prometheus.GaugeVec     // topic: age of the oldest overdue message
 	Owned     *prometheus.GaugeVec     // topic: slots this replica scans
+	Paused    *prometheus.GaugeVec     // topic: 1 while the topic is paused
 	Replicas  prometheus.Gauge         // live replicas seen in the heartbeat set
 	Stranded  *prometheus.GaugeVec     // topic: messages in slots beyond the slot count
 	RedisErrs *prometheus.CounterVec   // op (redisOps): failed Redis calls
@@ -78,6 +79,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "delaybridge", Name: "owned_slots",
 			Help: "Slots this replica scans.",
 		}, []string{"topic"}),
+		Paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "delaybridge", Name: "topic_paused",
+			Help: "1 while the topic is paused (delaybridge pause): nothing of it is claimed.",
+		}, []string{"topic"}),
 		Replicas: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "delaybridge", Name: "replicas",
 			Help: "Live replicas in the heartbeat set.",
@@ -88,7 +93,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Help: "Messages in slots beyond the topic's slot count (after a resize down, or from a producer with other settings), " +
 			"being drained; the whole topic as this replica's last search found it (the same on every replica).",
 	}, []string{"topic"})
-	reg.MustRegister(m.Lateness, m.Latency, m.Backlog, m.Overdue, m.Owned, m.Replicas, m.Stranded)
+	reg.MustRegister(m.Lateness, m.Latency, m.Backlog, m.Overdue, m.Owned, m.Paused, m.Replicas, m.Stranded)
 	for _, op := range redisOps {
 		m.RedisErrs.WithLabelValues(op)
 	}
@@ -112,4 +117,5 @@ func (m *Metrics) initTopic(topic string) {
 	m.Overdue.WithLabelValues(topic)
 	m.Owned.WithLabelValues(topic)
 	m.Stranded.WithLabelValues(topic)
+	m.Paused.WithLabelValues(topic)
 }

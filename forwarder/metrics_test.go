@@ -37,7 +37,7 @@ var freshSeries = func() []string {
 		for _, name := range []string{
 			"claimed_total", "published_total", "retried_total", "dead_total", "released_total", "reaped_total",
 			"lateness_seconds", "publish_duration_seconds", "oldest_overdue_seconds", "owned_slots",
-			"stranded_messages",
+			"stranded_messages", "topic_paused",
 		} {
 			out = append(out, "delaybridge_"+name+tl)
 		}

@@ -13,7 +13,7 @@ import (
 //
 // Returns {state, member}: state 1 when cancelled, 2 when the member is in
 // flight (nothing changed), 0 when there is no such message.
-var cancelScript = slotScript(idsLua, `
+var cancelScript = slotScript(idsLua, forgetLua, `
 local m, id = ARGV[1], ARGV[2]
 if m == '' then
   m = redis.call('HGET', ids, id)
@@ -21,8 +21,7 @@ if m == '' then
 end
 if redis.call('ZREM', sched, m) == 1 then
   if not redis.call('ZSCORE', inflight, m) then
-    redis.call('HDEL', dues, m)
-    redis.call('HDEL', attempts, m)
+    forget(m)
   end
   unmap(id, m)
   return {1, m}

@@ -27,6 +27,9 @@ type Claim struct {
 	// Next is the lowest score left in the scheduled set, valid when HasNext.
 	Next    float64
 	HasNext bool
+	// Paused reports that the topic is paused (see Pause): nothing was
+	// claimed and HasNext is false, so a scanner sleeps its poll interval.
+	Paused bool
 	// Messages are in score order.
 	Messages []Claimed
 }
@@ -44,12 +47,14 @@ const claimChunk = 256
 // ARGV[2] -> lease, ms
 // ARGV[3] -> "1" when the topic's members are envelopes
 //
-// Returns {now, next, m1, due1, attempts1, m2, …}: now is Redis's time (ms,
+// Returns {now, next, paused, m1, due1, attempts1, m2, …}: now is Redis's time (ms,
 // with its microseconds as a fraction, so the scanner can sleep until the
 // next due time to the microsecond), next is the lowest score left in the
 // scheduled set ("" when empty), due is the original due time (kept from the
 // first claim through retries and reaps), attempts the failed attempts so
-// far. A score of -inf can never be honoured: such a member goes to the dead
+// far, paused "1" when the slot's paused key exists: then nothing is claimed
+// and next is "" (a paused slot must be looked at again within the poll
+// interval, never at an overdue score, which would spin). A score of -inf can never be honoured: such a member goes to the dead
 // set instead (and, for an envelope, leaves the ids index). Claiming leaves
 // the ids index alone: an id keeps naming its member while it is in flight.
 //
@@ -57,7 +62,11 @@ const claimChunk = 256
 // command besides TIME. Otherwise the records of the claimed members are read
 // and written with one variadic command per chunk (claimChunk).
 var claimScript = slotScript(nowLua, idsLua, buryLua, fmt.Sprintf("local chunk = %d\n", claimChunk), `
-local out = {string.format('%.3f', tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000), ''}
+local out = {string.format('%.3f', tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000), '', '0'}
+if redis.call('HLEN', paused) > 0 then
+  out[3] = '1'
+  return out
+end
 local head = redis.call('ZRANGE', sched, 0, 0, 'WITHSCORES')
 if not head[2] or tonumber(head[2]) > now then
   if head[2] then out[2] = head[2] end
@@ -117,25 +126,25 @@ func (q *Queue) Claim(ctx context.Context, t Topic, slot, limit int, lease time.
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim %s: %w", k.Scheduled, err)
 	}
-	if len(res) < 2 || (len(res)-2)%3 != 0 {
+	if len(res) < 3 || (len(res)-3)%3 != 0 {
 		return Claim{}, fmt.Errorf("claim %s: malformed reply of %d elements", k.Scheduled, len(res))
 	}
 	now, err := strconv.ParseFloat(res[0], 64)
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim %s: parse now %q: %w", k.Scheduled, res[0], err)
 	}
-	c := Claim{Now: MillisTime(now)}
+	c := Claim{Now: MillisTime(now), Paused: res[2] == "1"}
 	if res[1] != "" {
 		if c.Next, err = strconv.ParseFloat(res[1], 64); err != nil {
 			return Claim{}, fmt.Errorf("claim %s: parse next %q: %w", k.Scheduled, res[1], err)
 		}
 		c.HasNext = true
 	}
-	if n := (len(res) - 2) / 3; n > 0 {
+	if n := (len(res) - 3) / 3; n > 0 {
 		c.Messages = make([]Claimed, n)
 	}
 	for i := range c.Messages {
-		j := 2 + 3*i
+		j := 3 + 3*i
 		due, err := strconv.ParseFloat(res[j+1], 64)
 		if err != nil {
 			return Claim{}, fmt.Errorf("claim %s: parse due %q: %w", k.Scheduled, res[j+1], err)

@@ -9,7 +9,9 @@
 // operation with its script right above the method that runs it: claim.go,
 // settle.go (ack, retry, release), extend.go (leases), reap.go, schedule.go,
 // batch.go, cancel.go, reschedule.go, lookup.go (Get), dead.go (listing),
-// requeue.go, purge.go, stats.go; wake.go (wake-ups), replicas.go
+// requeue.go, purge.go, stats.go, list.go (List: paged listing by state),
+// inspect.go (Inspect: one message in any state), pause.go (Pause, Resume);
+// wake.go (wake-ups), replicas.go
 // (heartbeats), millis.go (scores and times), envelope.go and message.go
 // (member formats), producer.go (the producer API's types and errors);
 // registry.go (the topic registry, <prefix>:topics: Layout, Topic, Topics,

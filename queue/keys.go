@@ -49,6 +49,7 @@ type SlotKeys struct {
 	Dead       string // ZSET member → time of death (ms)
 	DeadReason string // HASH member → last error text
 	IDs        string // HASH id → member (envelope topics)
+	Paused     string // HASH since → ms, reason → text, while the topic is paused (see Pause)
 }
 
 // Validate reports whether the topic can be used.
@@ -115,6 +116,7 @@ func (t Topic) Keys(slot int) SlotKeys {
 		Dead:       base + ":dead",
 		DeadReason: base + ":dead:reason",
 		IDs:        base + ":ids",
+		Paused:     base + ":paused",
 	}
 }
 

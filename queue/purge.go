@@ -12,27 +12,40 @@ import (
 // KEYS -> slotKeys
 // ARGV -> members
 //
-// Returns how many were dead.
-var purgeScript = slotScript(`
+// Returns how many were dead. The reason goes with a member, unless the same
+// bytes are scheduled or in flight again (then it is that copy's last error).
+var purgeScript = slotScript(purgeLua, `
 local n = 0
 for i = 1, #ARGV do
-  if redis.call('ZREM', dead, ARGV[i]) == 1 then
-    redis.call('HDEL', reasons, ARGV[i])
-    n = n + 1
-  end
+  if purge(ARGV[i]) then n = n + 1 end
 end
 return n
 `)
 
-// purgeAllScript empties the dead set of one slot.
+// purgeLua defines purge(m): remove m from the dead set and its reason
+// unless m is live again; true when it was dead.
+const purgeLua = `
+local function purge(m)
+  if redis.call('ZREM', dead, m) == 0 then return false end
+  if not redis.call('ZSCORE', sched, m) and not redis.call('ZSCORE', inflight, m) then
+    redis.call('HDEL', reasons, m)
+  end
+  return true
+end
+`
+
+// purgeAllScript deletes the oldest dead members of one slot.
 //
-// KEYS -> slotKeys
+// KEYS    -> slotKeys
+// ARGV[1] -> most members to delete
 //
-// Returns how many members it held.
-var purgeAllScript = slotScript(`
-local n = redis.call('ZCARD', dead)
-redis.call('UNLINK', dead, reasons)
-return n
+// Returns {deleted, left}. The reasons HASH also holds the last errors of
+// messages waiting to retry, so it is emptied member by member, a page per
+// call, never dropped whole.
+var purgeAllScript = slotScript(purgeLua, `
+local page = redis.call('ZRANGE', dead, 0, tonumber(ARGV[1]) - 1)
+for _, m in ipairs(page) do purge(m) end
+return {#page, redis.call('ZCARD', dead)}
 `)
 
 // Purge deletes dead messages for good and returns how many. The error wraps
@@ -45,11 +58,18 @@ func (q *Queue) Purge(ctx context.Context, t Topic, ref Ref) (int, error) {
 	if ref.All {
 		for s := range t.SlotCount() {
 			k := t.Keys(s)
-			c, err := purgeAllScript.Run(ctx, q.rdb, slotKeys(k)).Int()
-			if err != nil {
-				return n, fmt.Errorf("purge %s: %w", k.Dead, err)
+			for {
+				res, err := purgeAllScript.Run(ctx, q.rdb, slotKeys(k), deadPage).Int64Slice()
+				if err != nil {
+					return n, fmt.Errorf("purge %s: %w", k.Dead, err)
+				}
+				if len(res) != 2 {
+					return n, fmt.Errorf("purge %s: malformed reply of %d elements", k.Dead, len(res))
+				}
+				if n += int(res[0]); res[0] == 0 || res[1] == 0 {
+					break
+				}
 			}
-			n += c
 		}
 		return n, nil
 	}

@@ -29,13 +29,13 @@ const idsCursor = "ids:"
 // Members whose lease passed go back to scheduled at their original due time
 // (so they are due at once and keep their order), unless the producer
 // rescheduled them meanwhile; an envelope keeps its id. The "due" sweep drops
-// :due/:attempts records of members that are in neither set (cancelled while
+// :due/:attempts records (and the last error, unless dead) of members that are in neither set (cancelled while
 // waiting to retry); the "ids" sweep drops ids whose member is in neither set
 // (acked, dead-lettered or cancelled by a producer that skipped the index). A
 // score of +inf can never fall due: such members go to the dead set.
 //
 // Returns {reaped, next cursor, swept, dead}.
-var reapScript = slotScript(nowLua, idsLua, buryLua, `
+var reapScript = slotScript(nowLua, idsLua, buryLua, forgetLua, `
 local limit = tonumber(ARGV[1])
 local nowstr = string.format('%.0f', now)
 local expired = redis.call('ZRANGEBYSCORE', inflight, '-inf', nowstr, 'LIMIT', 0, limit)
@@ -62,8 +62,7 @@ else
   for i = 1, #fields, 2 do
     local m = fields[i]
     if not redis.call('ZSCORE', inflight, m) and not redis.call('ZSCORE', sched, m) then
-      redis.call('HDEL', dues, m)
-      redis.call('HDEL', attempts, m)
+      forget(m)
       swept = swept + 1
     end
   end

@@ -79,17 +79,27 @@ func (q *Queue) heartbeat(ctx context.Context, prefix, id string, ttl time.Durat
 	if err != nil {
 		return ReplicaSet{}, fmt.Errorf("heartbeat %s in %s: %w", id, key, err)
 	}
+	s, err := parseReplicaSet(key, res)
+	if err != nil {
+		return ReplicaSet{}, fmt.Errorf("heartbeat %s: %w", id, err)
+	}
+	return s, nil
+}
+
+// parseReplicaSet reads {now, id1, deadline1, …} of key.
+func parseReplicaSet(key string, res []string) (ReplicaSet, error) {
 	if len(res)%2 != 1 {
-		return ReplicaSet{}, fmt.Errorf("heartbeat %s in %s: malformed reply of %d elements", id, key, len(res))
+		return ReplicaSet{}, fmt.Errorf("%s: malformed reply of %d elements", key, len(res))
 	}
 	ms := func(v string) (time.Time, error) {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return time.Time{}, fmt.Errorf("heartbeat %s in %s: parse %q: %w", id, key, v, err)
+			return time.Time{}, fmt.Errorf("%s: parse %q: %w", key, v, err)
 		}
 		return MillisTime(f), nil
 	}
 	s := ReplicaSet{Deadlines: make(map[string]time.Time, len(res)/2)}
+	var err error
 	if s.Now, err = ms(res[0]); err != nil {
 		return ReplicaSet{}, err
 	}
@@ -103,4 +113,35 @@ func (q *Queue) heartbeat(ctx context.Context, prefix, id string, ttl time.Durat
 	}
 	sort.Strings(s.Live)
 	return s, nil
+}
+
+// maxReplicas bounds what Replicas reads of the replica set.
+const maxReplicas = 10000
+
+// replicasScript reads the live replicas without changing the set.
+//
+// KEYS[1] -> replicas ZSET (id → heartbeat deadline, ms)
+// ARGV[1] -> most replicas to return
+//
+// Returns {now, id1, deadline1, …} in deadline order: the replicas whose
+// deadline is after Redis's now, as heartbeatScript counts them live.
+var replicasScript = redis.NewScript(nowLua + `
+local nowstr = string.format('%.0f', now)
+local out = {nowstr}
+local live = redis.call('ZRANGE', KEYS[1], '(' .. nowstr, '+inf', 'BYSCORE', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[1]))
+for i = 1, #live do
+  out[#out + 1] = live[i]
+end
+return out
+`)
+
+// Replicas reads the live replicas of prefix as the daemons see them, for
+// inspection: it renews and drops nothing.
+func (q *Queue) Replicas(ctx context.Context, prefix string) (ReplicaSet, error) {
+	key := ReplicasKey(prefix)
+	res, err := replicasScript.Run(ctx, q.rdb, []string{key}, maxReplicas).StringSlice()
+	if err != nil {
+		return ReplicaSet{}, fmt.Errorf("read replicas in %s: %w", key, err)
+	}
+	return parseReplicaSet(key, res)
 }

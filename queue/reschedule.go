@@ -18,7 +18,9 @@ import (
 //
 // Returns {state, member, score}: state 1 when rescheduled, 2 when the member
 // is in flight (nothing changed), 0 when there is no such message. A message
-// waiting to retry keeps its attempts but its new time becomes its due time.
+// waiting to retry keeps its attempts and last error but its new time
+// becomes its due time; it keeps a :due record (the new time), so the reap
+// sweep still finds its records if a producer later removes it.
 var rescheduleScript = slotScript(nowLua, scoreLua, `
 local m, id = ARGV[1], ARGV[2]
 if m == '' then
@@ -31,7 +33,12 @@ if redis.call('ZSCORE', sched, m) then
     return redis.error_reply('ERR due time ' .. bad .. ' ms cannot be honoured')
   end
   redis.call('ZADD', sched, 'XX', score, m)
-  if not redis.call('ZSCORE', inflight, m) then redis.call('HDEL', dues, m) end
+  if redis.call('ZSCORE', inflight, m) then
+  elseif redis.call('HGET', attempts, m) then
+    redis.call('HSET', dues, m, score)
+  else
+    redis.call('HDEL', dues, m)
+  end
   wake(ARGV[5], ARGV[6], score)
   return {1, m, score}
 end

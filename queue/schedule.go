@@ -49,7 +49,7 @@ end
 // its delivery proceeds but is never retried, reaped or released, and the new
 // member is the only one the id names. Either way the new member starts
 // fresh: no attempts, due at its own score.
-var scheduleScript = slotScript(nowLua, scoreLua, `
+var scheduleScript = slotScript(nowLua, scoreLua, forgetLua, `
 local m, id = ARGV[1], ARGV[2]
 local score, bad = score_of(ARGV[3], ARGV[4])
 if not score then
@@ -63,12 +63,10 @@ else
   if old then
     if redis.call('ZREM', sched, old) == 1 then replaced = 1 end
     if redis.call('ZREM', inflight, old) == 1 then replaced = 2 end
-    redis.call('HDEL', dues, old)
-    redis.call('HDEL', attempts, old)
+    forget(old)
   end
   if old ~= m and redis.call('ZREM', sched, m) == 1 then
-    redis.call('HDEL', dues, m)
-    redis.call('HDEL', attempts, m)
+    forget(m)
   end
   redis.call('HSET', ids, id, m)
 end

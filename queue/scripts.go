@@ -14,6 +14,7 @@ import "github.com/redis/go-redis/v9"
 // KEYS[5] -> dead ZSET (dead)
 // KEYS[6] -> dead reason HASH (reasons)
 // KEYS[7] -> ids HASH, envelope topics (ids)
+// KEYS[8] -> paused HASH, exists while the topic is paused (paused)
 //
 // Every script reads "now" from Redis's TIME, in whole milliseconds rounded
 // down: a score s is due when s <= now, so an integer score is never claimed
@@ -25,12 +26,12 @@ import "github.com/redis/go-redis/v9"
 
 // slotKeys is the KEYS list of every slot script, in the order slotLua binds.
 func slotKeys(k SlotKeys) []string {
-	return []string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason, k.IDs}
+	return []string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason, k.IDs, k.Paused}
 }
 
 // slotLua names the keys of slotKeys.
 const slotLua = `
-local sched, inflight, dues, attempts, dead, reasons, ids = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local sched, inflight, dues, attempts, dead, reasons, ids, paused = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 `
 
 // nowLua sets the local "now" (ms, integer-valued float) from TIME.
@@ -74,6 +75,19 @@ local function bury(m, why, id)
   redis.call('HDEL', dues, m)
   redis.call('HDEL', attempts, m)
   unmap(id, m)
+end
+`
+
+// forgetLua defines forget(m): drop the due, attempts and last-error records
+// of member m, which left the scheduled and in-flight sets for good (acked,
+// cancelled, replaced, swept). The reasons HASH holds the last error of a
+// message waiting to retry as well as of a dead one, so the reason stays when
+// the same bytes are also in the dead set.
+const forgetLua = `
+local function forget(m)
+  redis.call('HDEL', dues, m)
+  redis.call('HDEL', attempts, m)
+  if not redis.call('ZSCORE', dead, m) then redis.call('HDEL', reasons, m) end
 end
 `
 

@@ -22,7 +22,8 @@ const ackChunk = 256
 //
 // Returns how many were still in flight. A member no longer in flight (its
 // lease expired and it was reaped, or the producer replaced it) is left
-// alone. An acked envelope leaves the ids index unless its member was
+// alone. Only a member that failed before has attempts and a last error
+// (reasons) to forget: both go, unless the same bytes are also dead. An acked envelope leaves the ids index unless its member was
 // scheduled again meanwhile. Members are looked up and forgotten in chunks of
 // ackChunk.
 var ackScript = slotScript(idsLua, fmt.Sprintf("local chunk = %d\n", ackChunk), `
@@ -48,7 +49,14 @@ for c = 1, #ARGV, 2 * chunk do
     if #held > 0 then
       redis.call('ZREM', inflight, unpack(held))
       redis.call('HDEL', dues, unpack(held))
-      if failed then redis.call('HDEL', attempts, unpack(held)) end
+      if failed then
+        redis.call('HDEL', attempts, unpack(held))
+        local died, drop = redis.call('ZMSCORE', dead, unpack(held)), {}
+        for j = 1, #held do
+          if not died[j] then drop[#drop + 1] = held[j] end
+        end
+        if #drop > 0 then redis.call('HDEL', reasons, unpack(drop)) end
+      end
       for j = 1, #held do
         unmap(heldIDs[j], held[j])
       end
@@ -141,7 +149,8 @@ type Failure struct {
 	Backoff time.Duration
 	// Permanent failures dead-letter at once.
 	Permanent bool
-	// Reason is kept in the dead set's reason hash.
+	// Reason is kept as the member's last error in the reason hash (shown
+	// for a retrying message, and the dead set's reason once it dies).
 	Reason string
 }
 
@@ -157,7 +166,9 @@ type Failure struct {
 //
 // Returns -1 when the member is not in flight (someone else handled it: no
 // change), 0 when it was dead-lettered, else the attempts so far. A member the
-// producer rescheduled meanwhile keeps the producer's score. A dead-lettered
+// producer rescheduled meanwhile keeps the producer's score. The error text
+// is kept as the member's last error (reasons) either way, so ls and get show
+// why a retrying message failed. A dead-lettered
 // envelope leaves the ids index; one waiting to retry keeps its id.
 var retryScript = slotScript(nowLua, idsLua, buryLua, `
 local m = ARGV[1]
@@ -168,6 +179,7 @@ if ARGV[4] == '1' or n >= tonumber(ARGV[3]) then
   bury(m, ARGV[5], ARGV[6])
   return 0
 end
+redis.call('HSET', reasons, m, ARGV[5])
 redis.call('ZADD', sched, 'NX', now + tonumber(ARGV[2]), m)
 return n
 `)

@@ -25,6 +25,8 @@ type SlotStats struct {
 	// OldestOverdue is the earliest due time already passed (zero if none,
 	// and zero while the earliest is -inf: the next claim dead-letters it).
 	OldestOverdue time.Time
+	// Pause is the slot's paused key (see Pause).
+	Pause PauseState
 }
 
 // retryingSample bounds the :attempts records one stats call looks at, and so
@@ -38,7 +40,8 @@ const retryingSample = 1000
 // ARGV[1] -> most :attempts records to look at for the retrying count
 //
 // Returns {now, scheduled, overdue, inflight, dead, next due or "", oldest
-// overdue or "", retrying, 1 when retrying is exact else 0}.
+// overdue or "", retrying, 1 when retrying is exact else 0, paused since or
+// nil, pause reason or nil}.
 //
 // Retrying: HLEN of :attempts alone would also count members in flight again
 // and records left by a producer's cancel until the reaper sweeps them, so
@@ -83,7 +86,8 @@ if n > 0 then
     exact = 0
   end
 end
-return {nowstr, redis.call('ZCARD', sched), overdue, redis.call('ZCARD', inflight), redis.call('ZCARD', dead), nxt, oldest, retrying, exact}
+return {nowstr, redis.call('ZCARD', sched), overdue, redis.call('ZCARD', inflight), redis.call('ZCARD', dead), nxt, oldest, retrying, exact,
+  unpack(redis.call('HMGET', paused, 'since', 'reason'))}
 `)
 
 // Stats reads the backlog of one slot.
@@ -99,7 +103,7 @@ func (q *Queue) stats(ctx context.Context, k SlotKeys, slot, sample int) (s Slot
 	if err != nil {
 		return SlotStats{}, false, fmt.Errorf("stats %s: %w", k.Scheduled, err)
 	}
-	if len(res) != 9 {
+	if len(res) != 11 {
 		return SlotStats{}, false, fmt.Errorf("stats %s: malformed reply of %d elements", k.Scheduled, len(res))
 	}
 	s = SlotStats{Slot: slot}
@@ -112,6 +116,9 @@ func (q *Queue) stats(ctx context.Context, k SlotKeys, slot, sample int) (s Slot
 	s.OldestOverdue = parseMillis(res[6])
 	s.Retrying, _ = res[7].(int64)
 	flag, _ := res[8].(int64)
+	since, _ := res[9].(string)
+	reason, _ := res[10].(string)
+	s.Pause = parsePause(since, reason)
 	return s, flag == 1, nil
 }
 

@@ -42,6 +42,11 @@ func commands() []command {
 		{"reschedule", "move a scheduled message to a new time, by id or member", runReschedule},
 		{"stats", "show the backlog per topic and slot (--watch to follow)", runStats},
 		{"dead", "list, requeue or purge dead messages", runDead},
+		{"ls", "list a topic's messages by state, a page at a time", runLs},
+		{"get", "show one message: state, due time, attempts, last error", runGet},
+		{"replicas", "list live replicas and the slots each owns", runReplicas},
+		{"pause", "stop claiming a topic's messages until resume", runPause},
+		{"resume", "claim a paused topic's messages again", runResume},
 		{"version", "print the version", runVersion},
 	}
 }

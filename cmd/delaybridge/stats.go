@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"text/tabwriter"
 	"time"
 
 	"github.com/delaybridge/delaybridge/queue"
@@ -19,8 +20,10 @@ holds anything (--all-slots: every slot). Times are Redis's.
 
   SCHEDULED       waiting in the scheduled set, overdue ones included
   OVERDUE         scheduled with a due time already passed
+  RETRYING        scheduled again after a failed attempt (part of SCHEDULED)
   IN FLIGHT       claimed, waiting for the broker's confirmation
   DEAD            in the dead set (see delaybridge dead list)
+  PAUSED          yes while the topic is paused (delaybridge pause)
   NEXT DUE        the earliest due time still ahead
   OLDEST OVERDUE  how late the most overdue message is
 
@@ -96,6 +99,10 @@ func total(slots []queue.SlotStats) queue.SlotStats {
 		t.Overdue += s.Overdue
 		t.Inflight += s.Inflight
 		t.Dead += s.Dead
+		t.Retrying += s.Retrying
+		if s.Pause.Paused && !t.Pause.Paused {
+			t.Pause = s.Pause
+		}
 		if t.Now.Before(s.Now) {
 			t.Now = s.Now
 		}
@@ -109,9 +116,6 @@ func total(slots []queue.SlotStats) queue.SlotStats {
 	return t
 }
 
-// statsFormat keeps a row within 92 columns.
-const statsFormat = "%-16s %5s %10s %9s %9s %8s  %-13s %s\n"
-
 func printStats(w io.Writer, topics []queue.Topic, all [][]queue.SlotStats, allSlots, watch bool) error {
 	var now time.Time
 	if len(all) > 0 && len(all[0]) > 0 {
@@ -120,41 +124,34 @@ func printStats(w io.Writer, topics []queue.Topic, all [][]queue.SlotStats, allS
 	if watch {
 		fmt.Fprintf(w, "delaybridge stats at %s (Ctrl-C stops)\n\n", now.UTC().Format(time.RFC3339))
 	}
-	if _, err := fmt.Fprintf(w, statsFormat, "TOPIC", "SLOT", "SCHEDULED", "OVERDUE", "IN FLIGHT", "DEAD", "NEXT DUE", "OLDEST OVERDUE"); err != nil {
-		return err
-	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "TOPIC\tSLOT\tSCHEDULED\tOVERDUE\tRETRYING\tIN FLIGHT\tDEAD\tPAUSED\tNEXT DUE\tOLDEST OVERDUE\n")
 	for i, t := range topics {
-		name := t.Name
-		if len(name) > 16 {
-			name = name[:15] + "…"
-		}
-		row := func(slot string, st queue.SlotStats) error {
-			next, oldest := "-", "-"
+		row := func(slot string, st queue.SlotStats) {
+			next, oldest, paused := "-", "-", "-"
 			if !st.NextDue.IsZero() {
 				next = "in " + shortDuration(st.NextDue.Sub(st.Now))
 			}
 			if !st.OldestOverdue.IsZero() {
 				oldest = shortDuration(st.Now.Sub(st.OldestOverdue))
 			}
-			_, err := fmt.Fprintf(w, statsFormat, name, slot, count(st.Scheduled), count(st.Overdue),
-				count(st.Inflight), count(st.Dead), next, oldest)
-			return err
+			if st.Pause.Paused {
+				paused = "yes"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, slot, count(st.Scheduled), count(st.Overdue),
+				count(st.Retrying), count(st.Inflight), count(st.Dead), paused, next, oldest)
 		}
-		if err := row("all", total(all[i])); err != nil {
-			return err
-		}
+		row("all", total(all[i]))
 		if len(all[i]) == 1 {
 			continue
 		}
 		for _, st := range all[i] {
 			if allSlots || st.Scheduled+st.Inflight+st.Dead > 0 {
-				if err := row(strconv.Itoa(st.Slot), st); err != nil {
-					return err
-				}
+				row(strconv.Itoa(st.Slot), st)
 			}
 		}
 	}
-	return nil
+	return tw.Flush()
 }
 
 // count prints a number with thousands separators.
@@ -175,11 +172,16 @@ type slotJSON struct {
 	NextDue            *string `json:"next_due"`
 	OldestOverdue      *string `json:"oldest_overdue"`
 	OldestOverdueAgeMS int64   `json:"oldest_overdue_age_ms"`
+	Retrying           int64   `json:"retrying"`
+	Paused             bool    `json:"paused"`
+	PauseReason        string  `json:"pause_reason,omitempty"`
+	PausedSince        *string `json:"paused_since,omitempty"`
 }
 
 func toSlotJSON(st queue.SlotStats, withSlot bool) slotJSON {
 	j := slotJSON{Scheduled: st.Scheduled, Overdue: st.Overdue, Inflight: st.Inflight, Dead: st.Dead,
-		NextDue: jsonTime(st.NextDue), OldestOverdue: jsonTime(st.OldestOverdue)}
+		NextDue: jsonTime(st.NextDue), OldestOverdue: jsonTime(st.OldestOverdue),
+		Retrying: st.Retrying, Paused: st.Pause.Paused, PauseReason: st.Pause.Reason, PausedSince: jsonTime(st.Pause.Since)}
 	if withSlot {
 		slot := st.Slot
 		j.Slot = &slot

@@ -47,10 +47,10 @@ func TestStatsCommandPrintsATableOfEveryTopicAndBusySlotWithin100Columns(t *test
 		}
 	}
 	want := []string{
-		"TOPIC SLOT SCHEDULED OVERDUE IN FLIGHT DEAD NEXT DUE OLDEST OVERDUE",
-		"orders all 2 1 1 1 in ",
-		"orders " + string(rune('0'+slot)) + " 2 1 1 1 in ",
-		"legacy all 1 1 0 0 -",
+		"TOPIC SLOT SCHEDULED OVERDUE RETRYING IN FLIGHT DEAD PAUSED NEXT DUE OLDEST OVERDUE",
+		"orders all 2 1 0 1 1 - in ",
+		"orders " + string(rune('0'+slot)) + " 2 1 0 1 1 - in ",
+		"legacy all 1 1 0 0 0 - -",
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
@@ -131,5 +131,28 @@ func TestStatsCommandRefusesAnUnknownTopic(t *testing.T) {
 	e := newCLIEnv(t)
 	if code, _, errs := e.run("", "stats", "nope"); code != exitConfig || !strings.Contains(errs, `unknown topic "nope"`) {
 		t.Errorf("exit %d, %q", code, errs)
+	}
+}
+
+func TestStatsTableStaysAlignedForLongTopicNames(t *testing.T) {
+	now := time.Now()
+	topics := []queue.Topic{{Name: "a"}, {Name: strings.Repeat("very-long-topic-name-", 3)}}
+	all := [][]queue.SlotStats{
+		{{Now: now, Scheduled: 1234567, Retrying: 3, Pause: queue.PauseState{Paused: true}}},
+		{{Now: now, Scheduled: 5, NextDue: now.Add(time.Hour)}},
+	}
+	var b strings.Builder
+	if err := printStats(&b, topics, all, false, false); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	col := strings.Index(lines[0], "SCHEDULED")
+	for _, l := range lines[1:] {
+		if l[col-2:col] != "  " || l[col] == ' ' {
+			t.Errorf("SCHEDULED column not at %d in %q:\n%s", col, l, b.String())
+		}
+	}
+	if !strings.Contains(lines[1], "1,234,567") || !strings.Contains(lines[1], "yes") {
+		t.Errorf("row %q lacks the count or the pause", lines[1])
 	}
 }

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+const getUsage = `usage: delaybridge get [flags] TOPIC (--id ID | --member-file FILE)
+
+Shows one message wherever it is: scheduled, retrying, inflight, dead or
+absent (delivered, cancelled or never scheduled), with its slot, due time,
+attempts and last error. --id finds an envelope by its id; --member-file
+names a member byte for byte, read from FILE ("-": standard input), on any
+topic. Exits 1 when the message is absent.
+
+Examples:
+  delaybridge get orders --id order-42
+  delaybridge get legacy --member-file payload.bin --json
+`
+
+// runGet is `delaybridge get`.
+func runGet(ctx context.Context, args []string, s stdio) int {
+	fs := newFlags("get", getUsage, s)
+	id := fs.String("id", "", "envelope topics: the message `id`")
+	file := fs.String("member-file", "", "read the member from `FILE` (\"-\": standard input)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, code, ok := parseFlags(fs, args, s)
+	if !ok {
+		return code
+	}
+	switch {
+	case len(pos) != 1:
+		return badUsage(fs, s, "want exactly one TOPIC")
+	case (*id == "") == (*file == ""):
+		return badUsage(fs, s, "give --id or --member-file (one of them)")
+	}
+	c, code := openCLI("get", s)
+	if c == nil {
+		return code
+	}
+	defer c.close()
+	t, err := c.topic(pos[0])
+	if err != nil {
+		return badUsage(fs, s, "%v", err)
+	}
+	var e queue.Entry
+	if *id != "" {
+		e, err = c.q.InspectID(ctx, t, *id)
+	} else {
+		member, rerr := readMemberFile(s, *file)
+		if rerr != nil {
+			return badUsage(fs, s, "%v", rerr)
+		}
+		e, err = c.q.Inspect(ctx, t, member)
+	}
+	if err != nil {
+		return c.fail(err)
+	}
+	if *asJSON {
+		err = writeJSON(s.out, getJSON(t, e))
+	} else {
+		err = printGet(s.out, t, e, *id)
+	}
+	if err != nil {
+		return c.fail(fmt.Errorf("write message: %w", err))
+	}
+	if e.State == "absent" {
+		return exitFail
+	}
+	return exitOK
+}
+
+func readMemberFile(s stdio, name string) ([]byte, error) {
+	if name == "-" {
+		return readInput(s, "-", false)
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("read --member-file: %w", err)
+	}
+	return b, nil
+}
+
+type getJSONOut struct {
+	Topic string `json:"topic"`
+	entryJSON
+	Body    *string `json:"body,omitempty"`
+	BodyB64 *string `json:"body_b64,omitempty"`
+}
+
+func getJSON(t queue.Topic, e queue.Entry) getJSONOut {
+	j := getJSONOut{Topic: t.Name, entryJSON: toEntryJSON(t, e)}
+	if e.State == "absent" {
+		j.BodyPreview = ""
+		return j
+	}
+	j.Member, j.MemberB64 = textOrB64([]byte(e.Member))
+	_, body := describeMember(t, e.Member)
+	j.Body, j.BodyB64 = textOrB64(body)
+	return j
+}
+
+// textOrB64 is b as a JSON string when it is UTF-8, else its base64.
+func textOrB64(b []byte) (text, b64 *string) {
+	if utf8.Valid(b) {
+		s := string(b)
+		return &s, nil
+	}
+	s := base64.StdEncoding.EncodeToString(b)
+	return nil, &s
+}
+
+// getBodyBytes is how much of a body get prints.
+const getBodyBytes = 4096
+
+func printGet(w io.Writer, t queue.Topic, e queue.Entry, askedID string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	id, body := describeMember(t, e.Member)
+	if id == "" {
+		id = askedID
+	}
+	now := time.Now()
+	line := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	line("topic", t.Name)
+	line("id", printable([]byte(id), 255))
+	line("slot", fmt.Sprint(e.Slot))
+	line("state", e.State)
+	stamp := func(k string, at time.Time) {
+		if !at.IsZero() {
+			line(k, at.UTC().Format(time.RFC3339Nano)+" ("+relative(at, now)+")")
+		}
+	}
+	stamp("due", e.Due)
+	stamp("lease until", e.LeaseUntil)
+	stamp("died", e.Died)
+	if e.State != "absent" {
+		line("attempts", fmt.Sprint(e.Attempts))
+		if e.LastError != "" {
+			line("last error", printable([]byte(e.LastError), 1024))
+		}
+		line("body", printable(body, getBodyBytes))
+	}
+	return tw.Flush()
+}

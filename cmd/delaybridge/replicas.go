@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/delaybridge/delaybridge/forwarder"
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+const replicasUsage = `usage: delaybridge replicas [flags] [TOPIC...]
+
+Lists the live replicas (those whose heartbeat has not expired by Redis's
+clock), how long ago each last beat, and the slots of every configured topic
+(or the named ones) each owns: the same rendezvous assignment the daemons
+compute from the same live set. With DELAYBRIDGE_OWNERSHIP=all every replica
+scans every slot instead.
+
+Examples:
+  delaybridge replicas
+  delaybridge replicas orders --json
+`
+
+// runReplicas is `delaybridge replicas`.
+func runReplicas(ctx context.Context, args []string, s stdio) int {
+	fs := newFlags("replicas", replicasUsage, s)
+	asJSON := fs.Bool("json", false, "print JSON")
+	names, code, ok := parseFlags(fs, args, s)
+	if !ok {
+		return code
+	}
+	c, code := openCLI("replicas", s)
+	if c == nil {
+		return code
+	}
+	defer c.close()
+	topics, err := c.topics(names)
+	if err != nil {
+		return badUsage(fs, s, "%v", err)
+	}
+	set, err := c.q.Replicas(ctx, c.cfg.KeyPrefix)
+	if err != nil {
+		return c.fail(err)
+	}
+	rows := replicaRows(set, topics, c.cfg.HeartbeatTTL, c.cfg.Ownership == "all")
+	if *asJSON {
+		err = writeJSON(s.out, map[string]any{"time": jsonTime(set.Now), "replicas": rows})
+	} else {
+		err = printReplicas(s.out, topics, rows)
+	}
+	if err != nil {
+		return c.fail(fmt.Errorf("write replicas: %w", err))
+	}
+	return exitOK
+}
+
+// replicaRow is one live replica.
+type replicaRow struct {
+	ID             string           `json:"id"`
+	Deadline       *string          `json:"deadline"`
+	HeartbeatAgeMS int64            `json:"heartbeat_age_ms"`
+	ExpiresInMS    int64            `json:"expires_in_ms"`
+	Owned          map[string][]int `json:"owned"`
+}
+
+// replicaRows computes each live replica's slots with forwarder.Assign. A
+// heartbeat sets the deadline to beat + ttl, so its age is now - (deadline -
+// ttl) by Redis's clock.
+func replicaRows(set queue.ReplicaSet, topics []queue.Topic, ttl time.Duration, all bool) []replicaRow {
+	rows := make([]replicaRow, len(set.Live))
+	for i, id := range set.Live {
+		d := set.Deadlines[id]
+		rows[i] = replicaRow{ID: id, Deadline: jsonTime(d), Owned: map[string][]int{},
+			HeartbeatAgeMS: max(set.Now.Sub(d.Add(-ttl)), 0).Milliseconds(), ExpiresInMS: d.Sub(set.Now).Milliseconds()}
+	}
+	for _, t := range topics {
+		for _, r := range rows {
+			r.Owned[t.Name] = []int{}
+		}
+		owners := forwarder.Assign(set.Live, t.Name, t.SlotCount())
+		for slot, owner := range owners {
+			for i := range rows {
+				if all || rows[i].ID == owner {
+					rows[i].Owned[t.Name] = append(rows[i].Owned[t.Name], slot)
+				}
+			}
+		}
+	}
+	return rows
+}
+
+func printReplicas(w io.Writer, topics []queue.Topic, rows []replicaRow) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(w, "no live replicas: no daemon is forwarding (or none reaches this Redis and key prefix)")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "REPLICA\tLAST BEAT\tEXPIRES IN")
+	for _, t := range topics {
+		fmt.Fprintf(tw, "\t%s", strings.ToUpper(t.Name))
+	}
+	fmt.Fprintln(tw)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s ago\t%s", printable([]byte(r.ID), 64),
+			shortDuration(time.Duration(r.HeartbeatAgeMS)*time.Millisecond), shortDuration(time.Duration(r.ExpiresInMS)*time.Millisecond))
+		for _, t := range topics {
+			fmt.Fprintf(tw, "\t%s", slotList(r.Owned[t.Name], t.SlotCount()))
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+// slotList prints owned slots as "3/8: 0,2,5" (count of total, then which).
+func slotList(slots []int, total int) string {
+	parts := make([]string, len(slots))
+	for i, s := range slots {
+		parts[i] = fmt.Sprint(s)
+	}
+	list := strings.Join(parts, ",")
+	if list == "" {
+		list = "-"
+	}
+	return fmt.Sprintf("%d/%d: %s", len(slots), total, list)
+}
