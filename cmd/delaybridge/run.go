@@ -85,9 +85,6 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return fmt.Errorf("redis client: %w", err)
 	}
 	defer rdb.Close()
-	if err := registerTopics(ctx, queue.New(rdb), cfg, log); err != nil {
-		return err
-	}
 
 	topics, closeSinks, err := buildSinks(cfg, log)
 	if err != nil {
@@ -121,27 +118,41 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return err
 	}
 
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	stopHTTP, err := startHTTP(cfg.HTTPAddr, routes(reg, rdb, topics), log)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+		return err
 	}
-	srv := &http.Server{
-		Handler:           routes(reg, rdb, topics),
-		ReadHeaderTimeout: 5 * time.Second,
+	defer stopHTTP()
+	// The probes answer while the topics are registered: a Redis that
+	// refuses the daemon shows in /readyz and the log, not as silence.
+	if err := registerTopics(ctx, queue.New(rdb), cfg, log); err != nil {
+		if ctx.Err() != nil && !errors.Is(err, queue.ErrLayoutMismatch) {
+			log.Warn("stopped before the topics could be registered; nothing was claimed", "err", err)
+			return nil
+		}
+		return err
 	}
-	httpDone := make(chan error, 1)
-	go func() { httpDone <- srv.Serve(ln) }()
+	return fw.Run(ctx)
+}
+
+// startHTTP serves handler on addr until the returned stop is called.
+func startHTTP(addr string, handler http.Handler, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
 	log.Info("http listening", "addr", ln.Addr().String())
-
-	runErr := fw.Run(ctx)
-
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
-	if err := <-httpDone; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Warn("http server", "err", err)
-	}
-	return runErr
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("http server", "err", err)
+		}
+	}, nil
 }
 
 // newRegistry is the daemon's own Prometheus registry with what every
