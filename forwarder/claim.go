@@ -53,7 +53,12 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 			s.in.add(n)
 			handoff(batch{claimed: c.Messages, skew: skew, epoch: epoch, lease: s.leases.hold(c.Messages, before)})
 		}
-		if backlogged = len(c.Messages) >= limit; backlogged {
+		if c.Dead > 0 {
+			s.f.m.Dead.WithLabelValues(s.topic.Name).Add(float64(c.Dead))
+			s.log.Warn("messages dead-lettered", "count", c.Dead, "err", "due time -inf can never be honoured")
+		}
+		// Members dead-lettered by the claim took room in it too.
+		if backlogged = len(c.Messages)+c.Dead >= limit; backlogged {
 			continue // more may be due already
 		}
 		// Look again when the next message falls due, at the latest after

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delaybridge/delaybridge/queue"
@@ -108,6 +111,30 @@ func TestPermanentFailureDeadLettersAtOnceAndOthersFlow(t *testing.T) {
 	})
 	if r, _ := q.Client().HGet(ctx, k.DeadReason, "huge").Result(); r != "permanent failure: message of 9 bytes exceeds max 8" {
 		t.Errorf("reason %q", r)
+	}
+}
+
+func TestMinusInfMemberDeadLetteredByTheClaimIsCounted(t *testing.T) {
+	t.Parallel()
+	q, prefix := testRedis(t)
+	sink := newRecordSink()
+	topic := queue.Topic{Name: "t", Prefix: prefix}
+	ctx := context.Background()
+	k := topic.Keys(0)
+	// Only a raw ZADD can write -inf: the producer API refuses it.
+	if err := q.Client().ZAdd(ctx, k.Scheduled, redis.Z{Score: math.Inf(-1), Member: "never"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	m := NewMetrics(prometheus.NewRegistry())
+	start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, AllSlots: true, Metrics: m, PollInterval: 20 * time.Millisecond})
+	eventually(t, 10*time.Second, "the -inf member counted in dead_total", func() bool {
+		return testutil.ToFloat64(m.Dead.WithLabelValues("t")) == 1
+	})
+	if _, err := q.Client().ZScore(ctx, k.Dead, "never").Result(); err != nil {
+		t.Errorf("never is not in the dead set: %v", err)
+	}
+	if n := len(sink.published()); n != 0 {
+		t.Errorf("%d messages published, want none", n)
 	}
 }
 

@@ -30,6 +30,9 @@ type Claim struct {
 	// Paused reports that the topic is paused (see Pause): nothing was
 	// claimed and HasNext is false, so a scanner sleeps its poll interval.
 	Paused bool
+	// Dead counts the members dead-lettered instead of claimed: a score of
+	// -inf can never be honoured.
+	Dead int
 	// Messages are in score order.
 	Messages []Claimed
 }
@@ -47,22 +50,23 @@ const claimChunk = 256
 // ARGV[2] -> lease, ms
 // ARGV[3] -> "1" when the topic's members are envelopes
 //
-// Returns {now, next, paused, m1, due1, attempts1, m2, …}: now is Redis's time (ms,
+// Returns {now, next, paused, dead, m1, due1, attempts1, m2, …}: now is Redis's time (ms,
 // with its microseconds as a fraction, so the scanner can sleep until the
 // next due time to the microsecond), next is the lowest score left in the
 // scheduled set ("" when empty), due is the original due time (kept from the
 // first claim through retries and reaps), attempts the failed attempts so
 // far, paused "1" when the slot's paused key exists: then nothing is claimed
 // and next is "" (a paused slot must be looked at again within the poll
-// interval, never at an overdue score, which would spin). A score of -inf can never be honoured: such a member goes to the dead
-// set instead (and, for an envelope, leaves the ids index). Claiming leaves
+// interval, never at an overdue score, which would spin). A score of -inf
+// can never be honoured: such a member goes to the dead set instead (and,
+// for an envelope, leaves the ids index); dead counts them. Claiming leaves
 // the ids index alone: an id keeps naming its member while it is in flight.
 //
 // When nothing is due it only reads the first score: an idle slot costs one
 // command besides TIME. Otherwise the records of the claimed members are read
 // and written with one variadic command per chunk (claimChunk).
 var claimScript = slotScript(nowLua, idsLua, buryLua, fmt.Sprintf("local chunk = %d\n", claimChunk), `
-local out = {string.format('%.3f', tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000), '', '0'}
+local out = {string.format('%.3f', tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000), '', '0', '0'}
 if redis.call('HLEN', paused) > 0 then
   out[3] = '1'
   return out
@@ -80,15 +84,17 @@ local n = #items / 2
 if n > 0 then
   redis.call('ZREMRANGEBYRANK', sched, 0, n - 1)
   local failed = redis.call('HLEN', attempts) > 0
-  local ms, ss = {}, {}
+  local ms, ss, buried = {}, {}, 0
   for i = 1, #items, 2 do
     local m, s = items[i], items[i + 1]
     if s == '-inf' then
       bury(m, 'due time -inf can never be honoured', envelopes and idof(m) or '')
+      buried = buried + 1
     else
       ms[#ms + 1], ss[#ss + 1] = m, s
     end
   end
+  out[4] = tostring(buried)
   for c = 1, #ms, chunk do
     local last = math.min(c + chunk - 1, #ms)
     local part = {unpack(ms, c, last)}
@@ -117,6 +123,10 @@ if nxt[2] then out[2] = nxt[2] end
 return out
 `)
 
+// claimHeader is the number of elements before the first member of
+// claimScript's reply: now, next, paused, dead.
+const claimHeader = 4
+
 // Claim moves up to limit due members of one slot to the in-flight set with a
 // lease, in score order.
 func (q *Queue) Claim(ctx context.Context, t Topic, slot, limit int, lease time.Duration) (Claim, error) {
@@ -126,7 +136,7 @@ func (q *Queue) Claim(ctx context.Context, t Topic, slot, limit int, lease time.
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim %s: %w", k.Scheduled, err)
 	}
-	if len(res) < 3 || (len(res)-3)%3 != 0 {
+	if len(res) < claimHeader || (len(res)-claimHeader)%3 != 0 {
 		return Claim{}, fmt.Errorf("claim %s: malformed reply of %d elements", k.Scheduled, len(res))
 	}
 	now, err := strconv.ParseFloat(res[0], 64)
@@ -134,17 +144,20 @@ func (q *Queue) Claim(ctx context.Context, t Topic, slot, limit int, lease time.
 		return Claim{}, fmt.Errorf("claim %s: parse now %q: %w", k.Scheduled, res[0], err)
 	}
 	c := Claim{Now: MillisTime(now), Paused: res[2] == "1"}
+	if c.Dead, err = strconv.Atoi(res[3]); err != nil {
+		return Claim{}, fmt.Errorf("claim %s: parse dead %q: %w", k.Scheduled, res[3], err)
+	}
 	if res[1] != "" {
 		if c.Next, err = strconv.ParseFloat(res[1], 64); err != nil {
 			return Claim{}, fmt.Errorf("claim %s: parse next %q: %w", k.Scheduled, res[1], err)
 		}
 		c.HasNext = true
 	}
-	if n := (len(res) - 3) / 3; n > 0 {
+	if n := (len(res) - claimHeader) / 3; n > 0 {
 		c.Messages = make([]Claimed, n)
 	}
 	for i := range c.Messages {
-		j := 3 + 3*i
+		j := claimHeader + 3*i
 		due, err := strconv.ParseFloat(res[j+1], 64)
 		if err != nil {
 			return Claim{}, fmt.Errorf("claim %s: parse due %q: %w", k.Scheduled, res[j+1], err)

@@ -357,6 +357,9 @@ func TestMinusInfScoreIsDeadLetteredWithReason(t *testing.T) {
 	if diff := cmp.Diff([]string{"ok"}, members(c)); diff != "" {
 		t.Fatalf("claimed (-want +got):\n%s", diff)
 	}
+	if c.Dead != 1 {
+		t.Errorf("claim reports %d dead-lettered, want 1", c.Dead)
+	}
 	if _, ok := f.zscore(k.Dead, "never"); !ok {
 		t.Fatal("-inf member is not dead")
 	}
