@@ -118,6 +118,12 @@ type Topic struct {
 	// trims it to about that many entries.
 	Stream       string
 	StreamMaxLen int64
+	// Intake is "" (none), "amqp" or "kafka": where the topic takes in
+	// delayed messages besides its producers (package intake).
+	Intake           string
+	IntakeQueue      string
+	IntakePrefetch   int
+	IntakeKafkaTopic string
 }
 
 // Queue is the topic's Redis data model.
