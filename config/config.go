@@ -124,6 +124,9 @@ type Topic struct {
 	IntakeQueue      string
 	IntakePrefetch   int
 	IntakeKafkaTopic string
+	// IntakeOwnRoutingKey is true when ROUTING_KEY is set: the intake then
+	// drops each message's own routing key, so the topic's applies.
+	IntakeOwnRoutingKey bool
 }
 
 // Queue is the topic's Redis data model.

@@ -74,7 +74,7 @@ type topicEnv struct {
 	Key        string `envconfig:"KEY" desc:"adopt this existing ZSET as the topic's only slot"`
 	Format     string `envconfig:"FORMAT" default:"raw" desc:"raw (member = body) or envelope (JSON with id, body, headers, routing key)"`
 	Exchange   string `envconfig:"EXCHANGE" desc:"AMQP exchange (empty: the default exchange)"`
-	RoutingKey string `envconfig:"ROUTING_KEY" desc:"AMQP routing key (default: the topic name)"`
+	RoutingKey string `envconfig:"ROUTING_KEY" desc:"AMQP routing key (default: the topic name; with an intake, each message's own)"`
 	KafkaTopic string `envconfig:"KAFKA_TOPIC" desc:"Kafka topic (default: the topic name)"`
 	KafkaKey   string `envconfig:"KAFKA_KEY" default:"none" desc:"Kafka record key: none, id, or envelope (the envelope's routing_key)"`
 

@@ -15,6 +15,7 @@ func (p *parser) intake(t *Topic, te *topicEnv, pre string) {
 		return
 	}
 	t.Intake = src
+	t.IntakeOwnRoutingKey = te.RoutingKey != ""
 	t.IntakePrefetch = p.intIn(pre+"INTAKE_PREFETCH", te.IntakePrefetch, 1, 65535)
 	if t.Format != queue.FormatEnvelope {
 		p.fail(pre+"INTAKE", te.Intake, "an intake schedules envelopes (id, headers, routing key, properties): "+Prefix+"_"+pre+"FORMAT must be envelope")

@@ -239,6 +239,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			"TOPIC_REMINDERS_FORMAT":             "envelope",
 			"TOPIC_REMINDERS_INTAKE":             "kafka",
 			"TOPIC_REMINDERS_INTAKE_KAFKA_TOPIC": "reminders.delay",
+			"TOPIC_REMINDERS_ROUTING_KEY":        "reminders.due",
 		},
 		want: Config{
 			Redis: Redis{URL: "redis://127.0.0.1:6379/0"},
@@ -256,8 +257,8 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 				Intake: "amqp", IntakeQueue: "orders.delayed", IntakePrefetch: 64,
 			}, {
 				Name: "reminders", Var: "REMINDERS", Sink: "amqp", Slots: 1, Format: queue.FormatEnvelope,
-				RoutingKey: "reminders", KafkaTopic: "reminders", KafkaKey: "none",
-				Intake: "kafka", IntakeKafkaTopic: "reminders.delay", IntakePrefetch: 256,
+				RoutingKey: "reminders.due", KafkaTopic: "reminders", KafkaKey: "none",
+				Intake: "kafka", IntakeKafkaTopic: "reminders.delay", IntakePrefetch: 256, IntakeOwnRoutingKey: true,
 			}},
 			BatchSize: 500, MaxInflightBatches: 2, Lease: 30 * time.Second, MaxAttempts: 10,
 			RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, PollInterval: time.Second, ShutdownTimeout: 20 * time.Second,

@@ -116,6 +116,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return err
 	}
 
+	intakes, err := buildIntakes(cfg, queue.New(rdb), reg, log)
+	if err != nil {
+		return err
+	}
+
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
@@ -128,7 +133,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	go func() { httpDone <- srv.Serve(ln) }()
 	log.Info("http listening", "addr", ln.Addr().String())
 
+	stopIntakes := startIntakes(ctx, intakes, log)
 	runErr := fw.Run(ctx)
+	stopIntakes()
 
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
