@@ -17,16 +17,7 @@ import (
 func TestAMQPIntakeLosesNothingWhileRedisIsCut(t *testing.T) {
 	t.Parallel()
 	f, r := newFixture(t, 4), newRabbit(t)
-	opts := redistest.Options(t)
-	proxy, err := faultproxy.New(context.Background(), opts.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = proxy.Close() })
-	opts.Addr = proxy.Addr()
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.MaxRetries = time.Second, time.Second, time.Second, -1
-	viaProxy := redis.NewClient(opts)
-	t.Cleanup(func() { _ = viaProxy.Close() })
+	viaProxy, proxy := proxiedRedis(t)
 	stop := f.startAMQP(t, r, viaProxy, 0)
 	t.Cleanup(stop) // before the client closes
 
@@ -61,4 +52,21 @@ func TestAMQPIntakeLosesNothingWhileRedisIsCut(t *testing.T) {
 		t.Errorf("dead = %d, %v; want none", dead, err)
 	}
 	t.Logf("received %v deliveries for 40 messages (redeliveries after nacks)", f.counter(f.metrics.Received, "orders"))
+}
+
+// proxiedRedis is a client of the test Redis through a fault proxy, with
+// short timeouts and no retries.
+func proxiedRedis(t *testing.T) (*redis.Client, *faultproxy.Proxy) {
+	t.Helper()
+	opts := redistest.Options(t)
+	proxy, err := faultproxy.New(context.Background(), opts.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	opts.Addr = proxy.Addr()
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.MaxRetries = time.Second, time.Second, time.Second, -1
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { _ = c.Close() })
+	return c, proxy
 }

@@ -142,6 +142,6 @@ func (s *scheduler) bury(ctx context.Context, it *item) error {
 		return err
 	}
 	s.metrics.Rejected.WithLabelValues(s.target.Topic.Name, it.reason).Inc()
-	s.log.Warn("intake dead-lettered a message", "topic", s.target.Topic.Name, "id", it.msg.ID, "reason", it.reason, "err", it.why)
+	s.log.Warn("intake dead-lettered a message", "id", it.msg.ID, "reason", it.reason, "err", it.why)
 	return nil
 }

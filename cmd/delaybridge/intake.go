@@ -12,6 +12,7 @@ import (
 	"github.com/delaybridge/delaybridge/config"
 	"github.com/delaybridge/delaybridge/intake"
 	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/sinks/kafka"
 )
 
 // intakeRunner is one topic's intake: it runs until its context ends.
@@ -55,6 +56,21 @@ func newIntake(cfg config.Config, t config.Topic, target intake.Target, q *queue
 			URL: cfg.AMQP.URL, TLS: tlsCfg, Queue: t.IntakeQueue, Prefetch: t.IntakePrefetch,
 			Name: "delaybridge " + cfg.ReplicaID + " intake " + t.Name,
 		}, target, q, m, log)
+	case "kafka":
+		tlsCfg, err := cfg.Kafka.TLS.Config("")
+		if err != nil {
+			return nil, err
+		}
+		dialer, err := kafka.Config{
+			ClientID: cfg.Kafka.ClientID, TLS: tlsCfg, SASLMechanism: cfg.Kafka.SASLMechanism,
+			SASLUsername: cfg.Kafka.SASLUsername, SASLPassword: cfg.Kafka.SASLPassword,
+		}.Dialer()
+		if err != nil {
+			return nil, err
+		}
+		return intake.NewKafka(intake.KafkaConfig{
+			Brokers: cfg.Kafka.Brokers, Topic: t.IntakeKafkaTopic, Dialer: dialer, Prefetch: t.IntakePrefetch,
+		}, target, q, m, log)
 	default:
 		return nil, fmt.Errorf("intake %q is not supported", t.Intake)
 	}
@@ -68,6 +84,8 @@ func maxBody(cfg config.Config, t config.Topic) int {
 		return int(cfg.AMQP.MaxMessageSize)
 	case "redis":
 		return cfg.RedisSink.MaxMessageSize
+	case "kafka":
+		return kafka.DefaultMaxMessageSize // the Kafka sink's, as the daemon builds it
 	default:
 		return 0
 	}
