@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: build test lint demo demo-kafka services services-stop chaos fuzz bench bench-quick clean
+.PHONY: build test lint demo demo-kafka demo-intake services services-stop chaos fuzz bench bench-quick clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/delaybridge ./cmd/delaybridge
@@ -45,6 +45,11 @@ demo: build
 
 demo-kafka: build
 	scripts/demo.sh kafka
+
+# demo-intake: a message published with x-delay: 3000 (the delayed-message
+# plugin's header) to a plain queue arrives 3 s later through the intake.
+demo-intake: build
+	scripts/demo.sh intake
 
 # The fault suite builds its own daemon and prints a summary table; go test
 # shows a passing package's output only with -v, so the table also goes to
