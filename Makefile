@@ -11,7 +11,7 @@ COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: build test lint demo demo-kafka services services-stop chaos fuzz bench bench-quick clean ldflags helm-sync
+.PHONY: build test lint demo demo-kafka demo-intake services services-stop chaos fuzz bench bench-quick clean ldflags helm-sync
 
 # GOOS=linux GOARCH=arm64 make build cross-compiles (the release workflow).
 build:
@@ -68,6 +68,11 @@ demo: build
 
 demo-kafka: build
 	scripts/demo.sh kafka
+
+# demo-intake: a message published with x-delay: 3000 (the delayed-message
+# plugin's header) to a plain queue arrives 3 s later through the intake.
+demo-intake: build
+	scripts/demo.sh intake
 
 # The fault suite builds its own daemon and prints a summary table; go test
 # shows a passing package's output only with -v, so the table also goes to

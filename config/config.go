@@ -118,6 +118,15 @@ type Topic struct {
 	// trims it to about that many entries.
 	Stream       string
 	StreamMaxLen int64
+	// Intake is "" (none), "amqp" or "kafka": where the topic takes in
+	// delayed messages besides its producers (package intake).
+	Intake           string
+	IntakeQueue      string
+	IntakePrefetch   int
+	IntakeKafkaTopic string
+	// IntakeOwnRoutingKey is true when ROUTING_KEY is set: the intake then
+	// drops each message's own routing key, so the topic's applies.
+	IntakeOwnRoutingKey bool
 }
 
 // Queue is the topic's Redis data model.

@@ -74,12 +74,17 @@ type topicEnv struct {
 	Key        string `envconfig:"KEY" desc:"adopt this existing ZSET as the topic's only slot"`
 	Format     string `envconfig:"FORMAT" default:"raw" desc:"raw (member = body) or envelope (JSON with id, body, headers, routing key)"`
 	Exchange   string `envconfig:"EXCHANGE" desc:"AMQP exchange (empty: the default exchange)"`
-	RoutingKey string `envconfig:"ROUTING_KEY" desc:"AMQP routing key (default: the topic name)"`
+	RoutingKey string `envconfig:"ROUTING_KEY" desc:"AMQP routing key (default: the topic name; with an intake, each message's own)"`
 	KafkaTopic string `envconfig:"KAFKA_TOPIC" desc:"Kafka topic (default: the topic name)"`
 	KafkaKey   string `envconfig:"KAFKA_KEY" default:"none" desc:"Kafka record key: none, id, or envelope (the envelope's routing_key)"`
 
 	Stream       string `envconfig:"STREAM" desc:"Redis stream key the messages are appended to (required with SINK=redis)"`
 	StreamMaxLen string `envconfig:"STREAM_MAXLEN" default:"0" desc:"trim the stream to about this many entries on each append (XADD MAXLEN ~); trimming drops the oldest entries even if no consumer read them. 0: never trim"`
+
+	Intake           string `envconfig:"INTAKE" default:"none" desc:"none, amqp (consume INTAKE_QUEUE, due time from x-delay or x-delaybridge-due headers) or kafka (consume INTAKE_KAFKA_TOPIC); needs FORMAT=envelope. See docs/migration.md"`
+	IntakeQueue      string `envconfig:"INTAKE_QUEUE" desc:"RabbitMQ queue the amqp intake consumes (required with INTAKE=amqp; it must exist)"`
+	IntakePrefetch   string `envconfig:"INTAKE_PREFETCH" default:"256" desc:"unacknowledged deliveries (amqp) or records (kafka) the intake holds at once, 1 to 65535; also its largest Redis batch"`
+	IntakeKafkaTopic string `envconfig:"INTAKE_KAFKA_TOPIC" desc:"Kafka topic the kafka intake consumes in the consumer group delaybridge-<topic> (required with INTAKE=kafka)"`
 }
 
 // lookup reads the text of every variable through envconfig; it only fails on

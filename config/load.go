@@ -52,6 +52,7 @@ func load(cli bool) (Config, error) {
 		c.Topics = p.topics(e.Topics)
 	}
 	p.sinksUsed(c, &e)
+	p.intakesUsed(c, &e)
 	if err := errors.Join(p.errs...); err != nil {
 		return Config{}, err
 	}
@@ -312,6 +313,7 @@ func (p *parser) topic(name, v string) Topic {
 		t.KafkaTopic = name
 	}
 	p.stream(&t, &te, pre)
+	p.intake(&t, &te, pre)
 	if t.KafkaKey == "envelope" && t.Format != queue.FormatEnvelope {
 		p.fail(pre+"KAFKA_KEY", te.KafkaKey, "envelope keys need "+Prefix+"_"+pre+"FORMAT=envelope")
 	}

@@ -226,6 +226,45 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			HTTPAddr: ":8080", LogLevel: "info", LogFormat: "json",
 			ReplicaID: defaultReplicaID(t), Ownership: "rendezvous", HeartbeatInterval: time.Second, HeartbeatTTL: 5 * time.Second,
 		},
+	}, {
+		name: "intakes from RabbitMQ and Kafka",
+		vars: map[string]string{
+			"TOPICS": "orders,reminders",
+
+			"TOPIC_ORDERS_FORMAT":          "envelope",
+			"TOPIC_ORDERS_INTAKE":          "amqp",
+			"TOPIC_ORDERS_INTAKE_QUEUE":    "orders.delayed",
+			"TOPIC_ORDERS_INTAKE_PREFETCH": "64",
+
+			"TOPIC_REMINDERS_FORMAT":             "envelope",
+			"TOPIC_REMINDERS_INTAKE":             "kafka",
+			"TOPIC_REMINDERS_INTAKE_KAFKA_TOPIC": "reminders.delay",
+			"TOPIC_REMINDERS_ROUTING_KEY":        "reminders.due",
+		},
+		want: Config{
+			Redis: Redis{URL: "redis://127.0.0.1:6379/0"},
+			AMQP:  AMQP{URL: "amqp://guest:guest@127.0.0.1:5672/", MaxMessageSize: 128 << 20},
+			Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none"},
+			RedisSink: RedisSink{
+				Redis:          Redis{URL: "redis://127.0.0.1:6379/0"},
+				MaxMessageSize: 128 << 20,
+			},
+
+			KeyPrefix: "dq",
+			Topics: []Topic{{
+				Name: "orders", Var: "ORDERS", Sink: "amqp", Slots: 1, Format: queue.FormatEnvelope,
+				RoutingKey: "orders", KafkaTopic: "orders", KafkaKey: "none",
+				Intake: "amqp", IntakeQueue: "orders.delayed", IntakePrefetch: 64,
+			}, {
+				Name: "reminders", Var: "REMINDERS", Sink: "amqp", Slots: 1, Format: queue.FormatEnvelope,
+				RoutingKey: "reminders.due", KafkaTopic: "reminders", KafkaKey: "none",
+				Intake: "kafka", IntakeKafkaTopic: "reminders.delay", IntakePrefetch: 256, IntakeOwnRoutingKey: true,
+			}},
+			BatchSize: 500, MaxInflightBatches: 2, Lease: 30 * time.Second, MaxAttempts: 10,
+			RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, PollInterval: time.Second, ShutdownTimeout: 20 * time.Second,
+			HTTPAddr: ":8080", LogLevel: "info", LogFormat: "json",
+			ReplicaID: defaultReplicaID(t), Ownership: "rendezvous", HeartbeatInterval: time.Second, HeartbeatTTL: 5 * time.Second,
+		},
 	}}
 
 	// Every variable must be set, to something other than its default, by
@@ -286,6 +325,17 @@ func TestLoadReportsEveryProblemAtOnce(t *testing.T) {
 			"HEARTBEAT_TTL":      "1s",
 		},
 		want: []string{"AMQP_URL", "HEARTBEAT_TTL", "KAFKA_TLS", "MAX_ATTEMPTS", "RETRY_BACKOFF", "TOPICS", "TOPIC_ORDERS_SINK", "TOPIC_ORDERS_SLOTS"},
+	}, {
+		name: "intake without envelope format, queue or brokers",
+		vars: map[string]string{
+			"TOPICS":                       "orders,reminders",
+			"KAFKA_BROKERS":                "",
+			"TOPIC_ORDERS_INTAKE":          "amqp",
+			"TOPIC_ORDERS_INTAKE_PREFETCH": "0",
+			"TOPIC_REMINDERS_FORMAT":       "envelope",
+			"TOPIC_REMINDERS_INTAKE":       "kafka",
+		},
+		want: []string{"KAFKA_BROKERS", "TOPIC_ORDERS_INTAKE", "TOPIC_ORDERS_INTAKE_PREFETCH", "TOPIC_ORDERS_INTAKE_QUEUE", "TOPIC_REMINDERS_INTAKE_KAFKA_TOPIC"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

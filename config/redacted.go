@@ -49,6 +49,7 @@ func (c Config) values() map[string]string {
 		m[pre+"KAFKA_KEY"] = t.KafkaKey
 		m[pre+"STREAM"] = t.Stream
 		m[pre+"STREAM_MAXLEN"] = strconv.FormatInt(t.StreamMaxLen, 10)
+		maps.Copy(m, t.intakeValues(pre))
 	}
 	m["TOPICS"] = strings.Join(names, ",")
 	return m

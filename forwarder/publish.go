@@ -60,6 +60,7 @@ func (s *scanner) prepare(b batch) *delivery {
 			Attempt:    c.Attempts + 1,
 			Headers:    dm.Headers,
 			RoutingKey: dm.RoutingKey,
+			Properties: sinks.Properties(dm.Properties),
 		}
 		d.msgs = append(d.msgs, m)
 		d.members = append(d.members, c.Member)

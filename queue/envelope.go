@@ -30,6 +30,10 @@ import (
 //     ReservedHeaderPrefix (delaybridge's own headers).
 //   - routing_key: the AMQP routing key, or Kafka record key, of this message
 //     (up to MaxFieldLen bytes); empty means the topic's.
+//   - properties: AMQP message properties (see Properties), written only
+//     when some are set. A daemon older than this field refuses envelopes
+//     that hold it (unknown field), so every replica must run a version
+//     that knows it before anything writes it (the intake does).
 //
 // The whole member must be valid UTF-8 and hold exactly one object, and no
 // field may appear twice.
@@ -55,6 +59,7 @@ type envelope struct {
 	bodyB64    *string
 	headers    map[string]string
 	routingKey string
+	properties Properties
 }
 
 // envelopeOut is the canonical encoding written by EncodeEnvelope.
@@ -64,6 +69,7 @@ type envelopeOut struct {
 	BodyB64    *string           `json:"body_b64,omitempty"`
 	Headers    map[string]string `json:"headers,omitempty"`
 	RoutingKey string            `json:"routing_key,omitempty"`
+	Properties *Properties       `json:"properties,omitempty"`
 }
 
 // EncodeEnvelope returns the member that carries m on an envelope topic. A
@@ -85,6 +91,13 @@ func EncodeEnvelope(m Message) ([]byte, error) {
 	if len(out.Headers) == 0 {
 		out.Headers = nil
 	}
+	if !m.Properties.IsZero() {
+		if err := m.Properties.check(); err != nil {
+			return nil, err
+		}
+		p := m.Properties
+		out.Properties = &p
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -105,7 +118,7 @@ func DecodeEnvelope(member []byte) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
-	return Message{ID: e.id, Body: body, Headers: e.headers, RoutingKey: e.routingKey}, nil
+	return Message{ID: e.id, Body: body, Headers: e.headers, RoutingKey: e.routingKey, Properties: e.properties}, nil
 }
 
 // EnvelopeID returns the id of an envelope member without decoding its body.
@@ -159,6 +172,8 @@ func parseEnvelope(member []byte) (envelope, error) {
 			}
 		case "routing_key":
 			err = decodeString(dec, key, &e.routingKey)
+		case "properties":
+			e.properties, err = decodeProperties(dec)
 		default:
 			return e, invalid("unknown field %q", key)
 		}

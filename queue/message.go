@@ -16,6 +16,9 @@ type Message struct {
 	// Headers and RoutingKey come from an envelope (empty for raw members).
 	Headers    map[string]string
 	RoutingKey string
+	// Properties are AMQP message properties (envelopes only; see
+	// Properties).
+	Properties Properties
 }
 
 // Decode turns a member of t into the message to deliver. A member that does
@@ -43,7 +46,7 @@ func (t Topic) Decode(member string) (Message, error) {
 func (t Topic) Encode(m Message) ([]byte, error) {
 	switch t.Format {
 	case "", FormatRaw:
-		if m.ID != "" || len(m.Headers) > 0 || m.RoutingKey != "" {
+		if m.ID != "" || len(m.Headers) > 0 || m.RoutingKey != "" || !m.Properties.IsZero() {
 			return nil, fmt.Errorf("encode for topic %s: %w", t.Name, ErrNotEnvelope)
 		}
 		return m.Body, nil

@@ -44,6 +44,24 @@ type Message struct {
 	// for none: it overrides the AMQP sink's routing key, and is the record
 	// key of the Kafka sink in its envelope key mode.
 	RoutingKey string
+	// Properties are AMQP message properties from an envelope (zero for
+	// none). Only the AMQP sink publishes them.
+	Properties Properties
+}
+
+// Properties are the AMQP message properties a message carries through an
+// envelope (queue.Properties; the same fields, so one converts to the
+// other). The message id is not among them: it is ID.
+type Properties struct {
+	ContentType     string
+	ContentEncoding string
+	CorrelationID   string
+	ReplyTo         string
+	Expiration      string // per-message TTL in ms, as text; counts from the publish
+	Timestamp       int64  // Unix seconds; 0: the publish time
+	Type            string
+	AppID           string
+	Priority        uint8
 }
 
 // DueMillis is Due in Unix milliseconds, the value of HeaderDue.

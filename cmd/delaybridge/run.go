@@ -118,6 +118,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return err
 	}
 
+	intakes, err := buildIntakes(cfg, queue.New(rdb), reg, log)
+	if err != nil {
+		return err
+	}
+
 	stopHTTP, err := startHTTP(cfg.HTTPAddr, routes(reg, rdb, topics), log)
 	if err != nil {
 		return err
@@ -132,6 +137,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		}
 		return err
 	}
+	stopIntakes := startIntakes(ctx, intakes, log)
+	defer stopIntakes()
 	return fw.Run(ctx)
 }
 

@@ -20,7 +20,7 @@ import (
 )
 
 func main() {
-	sink := flag.String("sink", "amqp", "amqp or kafka")
+	sink := flag.String("sink", "amqp", "amqp, kafka, or intake (x-delay messages from RabbitMQ)")
 	daemon := flag.String("daemon", "bin/delaybridge", "delaybridge binary")
 	devkafka := flag.String("devkafka", "bin/devkafka", "devkafka binary (kafka demo)")
 	redisURL := flag.String("redis", "redis://127.0.0.1:6379/0", "Redis URL")
@@ -57,6 +57,8 @@ func run(ctx context.Context, sink, daemon, devkafka, redisURL, amqpURL, kafkaAd
 		"DELAYBRIDGE_HTTP_ADDR=127.0.0.1:0", "DELAYBRIDGE_LOG_FORMAT=text", "DELAYBRIDGE_LOG_LEVEL=warn")
 	got := make(chan received, 16)
 	switch sink {
+	case "intake":
+		return runIntake(ctx, daemon, redisURL, amqpURL, prefix, env)
 	case "amqp":
 		closeMQ, err := consumeAMQP(amqpURL, prefix, got)
 		if err != nil {

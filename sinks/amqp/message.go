@@ -12,7 +12,10 @@ import (
 // publishing is the AMQP message for m: persistent, with the stable id as
 // MessageId and the delaybridge headers after the envelope's own, so an
 // envelope cannot forge them. headers is cleared and filled for m; it may be
-// reused once the message is published.
+// reused once the message is published. The envelope's properties are
+// published as they were taken in (see sinks.Properties); a content type
+// among them wins over a content-type header, and a timestamp among them
+// over the publish time.
 func publishing(m sinks.Message, now time.Time, headers amqp091.Table) amqp091.Publishing {
 	clear(headers)
 	var contentType string
@@ -26,12 +29,26 @@ func publishing(m sinks.Message, now time.Time, headers amqp091.Table) amqp091.P
 	headers[sinks.HeaderTopic] = m.Topic
 	headers[sinks.HeaderDue] = m.DueMillis()
 	headers[sinks.HeaderAttempt] = int64(m.Attempt)
+	p := m.Properties
+	if p.ContentType != "" {
+		contentType = p.ContentType
+	}
+	if p.Timestamp != 0 {
+		now = time.Unix(p.Timestamp, 0)
+	}
 	return amqp091.Publishing{
-		Headers:      headers,
-		ContentType:  contentType,
-		DeliveryMode: amqp091.Persistent,
-		MessageId:    m.ID,
-		Timestamp:    now,
-		Body:         m.Body,
+		Headers:         headers,
+		ContentType:     contentType,
+		ContentEncoding: p.ContentEncoding,
+		DeliveryMode:    amqp091.Persistent,
+		Priority:        p.Priority,
+		CorrelationId:   p.CorrelationID,
+		ReplyTo:         p.ReplyTo,
+		Expiration:      p.Expiration,
+		MessageId:       m.ID,
+		Timestamp:       now,
+		Type:            p.Type,
+		AppId:           p.AppID,
+		Body:            m.Body,
 	}
 }

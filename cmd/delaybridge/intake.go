@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/delaybridge/delaybridge/config"
+	"github.com/delaybridge/delaybridge/intake"
+	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/sinks/kafka"
+)
+
+// intakeRunner is one topic's intake: it runs until its context ends.
+type intakeRunner interface {
+	Run(ctx context.Context) error
+}
+
+// buildIntakes creates the intake of every topic that has one.
+func buildIntakes(cfg config.Config, q *queue.Queue, reg prometheus.Registerer, log *slog.Logger) ([]intakeRunner, error) {
+	var out []intakeRunner
+	var metrics *intake.Metrics
+	for _, t := range cfg.Topics {
+		if t.Intake == "" {
+			continue
+		}
+		if metrics == nil {
+			metrics = intake.NewMetrics(reg)
+		}
+		target := intake.Target{Topic: t.Queue(cfg.KeyPrefix), MaxBody: maxBody(cfg, t), OwnRoutingKey: t.IntakeOwnRoutingKey}
+		r, err := newIntake(cfg, t, target, q, metrics, log)
+		if err != nil {
+			return nil, fmt.Errorf("intake of topic %s: %w", t.Name, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func newIntake(cfg config.Config, t config.Topic, target intake.Target, q *queue.Queue, m *intake.Metrics, log *slog.Logger) (intakeRunner, error) {
+	switch t.Intake {
+	case "amqp":
+		host := ""
+		if u, err := url.Parse(cfg.AMQP.URL); err == nil {
+			host = u.Hostname()
+		}
+		tlsCfg, err := cfg.AMQP.TLS.Config(host)
+		if err != nil {
+			return nil, err
+		}
+		return intake.NewAMQP(intake.AMQPConfig{
+			URL: cfg.AMQP.URL, TLS: tlsCfg, Queue: t.IntakeQueue, Prefetch: t.IntakePrefetch,
+			Name: "delaybridge " + cfg.ReplicaID + " intake " + t.Name,
+		}, target, q, m, log)
+	case "kafka":
+		tlsCfg, err := cfg.Kafka.TLS.Config("")
+		if err != nil {
+			return nil, err
+		}
+		dialer, err := kafka.Config{
+			ClientID: cfg.Kafka.ClientID, TLS: tlsCfg, SASLMechanism: cfg.Kafka.SASLMechanism,
+			SASLUsername: cfg.Kafka.SASLUsername, SASLPassword: cfg.Kafka.SASLPassword,
+		}.Dialer()
+		if err != nil {
+			return nil, err
+		}
+		return intake.NewKafka(intake.KafkaConfig{
+			Brokers: cfg.Kafka.Brokers, Topic: t.IntakeKafkaTopic, Dialer: dialer, Prefetch: t.IntakePrefetch,
+		}, target, q, m, log)
+	default:
+		return nil, fmt.Errorf("intake %q is not supported", t.Intake)
+	}
+}
+
+// maxBody is the largest body the topic's destination takes (0: the sink
+// decides at publish time).
+func maxBody(cfg config.Config, t config.Topic) int {
+	switch t.Sink {
+	case "amqp":
+		return int(cfg.AMQP.MaxMessageSize)
+	case "redis":
+		return cfg.RedisSink.MaxMessageSize
+	case "kafka":
+		return kafka.DefaultMaxMessageSize // the Kafka sink's, as the daemon builds it
+	default:
+		return 0
+	}
+}
+
+// startIntakes runs every intake in a goroutine of its own; the returned
+// func stops them and waits until they ended.
+func startIntakes(ctx context.Context, intakes []intakeRunner, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, in := range intakes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := in.Run(ctx); err != nil {
+				log.Error("intake stopped", "err", err)
+			}
+		}()
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}

@@ -1,0 +1,267 @@
+package intake
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	amqp091 "github.com/rabbitmq/amqp091-go"
+
+	"github.com/delaybridge/delaybridge/internal/backoff"
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+// Defaults of AMQPConfig.
+const (
+	// DefaultPrefetch bounds the unacknowledged deliveries an intake holds,
+	// and so its largest Redis batch.
+	DefaultPrefetch = 256
+	// DefaultLagInterval is how often the queue's depth is read.
+	DefaultLagInterval = 5 * time.Second
+	dialTimeout        = 30 * time.Second
+	closeTimeout       = 5 * time.Second
+)
+
+// The back-offs: between connection attempts, and after a batch that Redis
+// failed (its deliveries went back to the queue), so neither loop spins.
+var (
+	reconnectPolicy = backoff.Policy{Min: 500 * time.Millisecond, Max: 30 * time.Second, Jitter: 0.2}
+	redisPolicy     = backoff.Policy{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.2}
+)
+
+// AMQPConfig is how an AMQP intake reaches its queue.
+type AMQPConfig struct {
+	URL string
+	TLS *tls.Config // nil: as the URL says
+	// Queue is the queue consumed; it must exist (the intake declares
+	// nothing, so the queue's type and arguments stay the operator's).
+	Queue string
+	// Prefetch is the consumer's prefetch count; 0 means DefaultPrefetch.
+	Prefetch int
+	// Name is the connection_name RabbitMQ shows; "" sends none.
+	Name string
+	// LagInterval is how often the queue depth is measured; 0 means
+	// DefaultLagInterval.
+	LagInterval time.Duration
+}
+
+// AMQP consumes one queue into one topic. Every replica may run one on the
+// same queue: RabbitMQ spreads the deliveries, and ids make a delivery that
+// two replicas saw (after a lost ack) one message.
+type AMQP struct {
+	cfg     AMQPConfig
+	target  Target
+	sched   *scheduler
+	metrics *Metrics
+	log     *slog.Logger
+}
+
+// NewAMQP returns an intake of cfg.Queue into target.
+func NewAMQP(cfg AMQPConfig, target Target, q *queue.Queue, m *Metrics, log *slog.Logger) (*AMQP, error) {
+	if err := target.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Queue == "" {
+		return nil, fmt.Errorf("intake for topic %s: no queue", target.Topic.Name)
+	}
+	if cfg.Prefetch <= 0 {
+		cfg.Prefetch = DefaultPrefetch
+	}
+	if cfg.LagInterval <= 0 {
+		cfg.LagInterval = DefaultLagInterval
+	}
+	log = log.With("topic", target.Topic.Name, "queue", cfg.Queue)
+	m.Init(target.Topic.Name)
+	return &AMQP{cfg: cfg, target: target, sched: &scheduler{q: q, target: target, metrics: m, log: log}, metrics: m, log: log}, nil
+}
+
+// Run consumes until ctx ends, reconnecting with back-off whenever the
+// connection or channel is lost. It returns nil once ctx ended; deliveries
+// not acknowledged by then go back to the queue.
+func (a *AMQP) Run(ctx context.Context) error {
+	retry := backoff.New(reconnectPolicy)
+	for ctx.Err() == nil {
+		consumed, err := a.session(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		if consumed {
+			retry.Reset()
+		}
+		wait := retry.Next()
+		a.log.Warn("intake lost its queue; reconnecting", "retry_in", wait, "err", err)
+		sleep(ctx, wait)
+	}
+	return nil
+}
+
+// session connects, consumes until the connection, the channel or ctx
+// ends, and says whether it got as far as consuming.
+func (a *AMQP) session(ctx context.Context) (bool, error) {
+	conn, err := a.dial(ctx)
+	if err != nil {
+		return false, fmt.Errorf("connect: %w", err)
+	}
+	defer func() { _ = conn.CloseDeadline(time.Now().Add(closeTimeout)) }()
+	stop := context.AfterFunc(ctx, func() { _ = conn.CloseDeadline(time.Now().Add(closeTimeout)) })
+	defer stop()
+	ch, err := conn.Channel()
+	if err != nil {
+		return false, fmt.Errorf("open channel: %w", err)
+	}
+	if err := ch.Qos(a.cfg.Prefetch, 0, false); err != nil {
+		return false, fmt.Errorf("set prefetch %d: %w", a.cfg.Prefetch, err)
+	}
+	deliveries, err := ch.Consume(a.cfg.Queue, "", false, false, false, false, nil)
+	if err != nil {
+		return false, fmt.Errorf("consume %s: %w", a.cfg.Queue, err)
+	}
+	a.log.Info("intake consuming", "prefetch", a.cfg.Prefetch)
+	lagCtx, cancelLag := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.watchLag(lagCtx, conn)
+	}()
+	defer wg.Wait()
+	defer cancelLag()
+	return true, a.consume(ctx, deliveries)
+}
+
+func (a *AMQP) dial(ctx context.Context) (*amqp091.Connection, error) {
+	props := amqp091.NewConnectionProperties()
+	if a.cfg.Name != "" {
+		props.SetClientConnectionName(a.cfg.Name)
+	}
+	d := net.Dialer{Timeout: dialTimeout}
+	return amqp091.DialConfig(a.cfg.URL, amqp091.Config{
+		TLSClientConfig: a.cfg.TLS,
+		Properties:      props,
+		Heartbeat:       10 * time.Second,
+		Dial: func(network, addr string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		},
+	})
+}
+
+// consume schedules deliveries batch by batch until they end. After a
+// batch Redis failed, it waits (a growing back-off) before taking more.
+func (a *AMQP) consume(ctx context.Context, deliveries <-chan amqp091.Delivery) error {
+	slow := backoff.New(redisPolicy)
+	for {
+		batch := take(ctx, deliveries, a.cfg.Prefetch)
+		if len(batch) == 0 {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return errors.New("deliveries ended: the channel or connection closed")
+		}
+		failed, err := a.handle(ctx, batch)
+		if err != nil {
+			return err
+		}
+		if failed == nil {
+			slow.Reset()
+			continue
+		}
+		wait := slow.Next()
+		a.log.Warn("intake could not schedule; deliveries returned to the queue", "count", len(batch), "retry_in", wait, "err", failed)
+		sleep(ctx, wait)
+	}
+}
+
+// take waits for one delivery, then takes whatever else is already there,
+// up to max.
+func take(ctx context.Context, deliveries <-chan amqp091.Delivery, max int) []amqp091.Delivery {
+	var batch []amqp091.Delivery
+	select {
+	case d, ok := <-deliveries:
+		if !ok {
+			return nil
+		}
+		batch = append(batch, d)
+	case <-ctx.Done():
+		return nil
+	}
+	for len(batch) < max {
+		select {
+		case d, ok := <-deliveries:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, d)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// handle writes a batch to Redis, acks what Redis has and returns the rest
+// to the queue (nack, requeue). failed is the Redis error, if any; err is
+// the channel's, when an ack or nack could not be sent.
+func (a *AMQP) handle(ctx context.Context, batch []amqp091.Delivery) (failed, err error) {
+	items := make([]item, len(batch))
+	for i, d := range batch {
+		items[i] = a.target.deliveryItem(d)
+	}
+	a.metrics.Received.WithLabelValues(a.target.Topic.Name).Add(float64(len(batch)))
+	errs := a.sched.put(ctx, items)
+	for i, d := range batch {
+		if errs[i] == nil {
+			if err := d.Ack(false); err != nil {
+				return failed, fmt.Errorf("ack: %w", err)
+			}
+			continue
+		}
+		failed = errs[i]
+		if err := d.Nack(false, true); err != nil {
+			return failed, fmt.Errorf("nack: %w", err)
+		}
+	}
+	return failed, nil
+}
+
+// watchLag sets the lag gauge to the queue's ready messages, read with a
+// passive declare on a channel of its own, until ctx ends.
+func (a *AMQP) watchLag(ctx context.Context, conn *amqp091.Connection) {
+	tick := time.NewTicker(a.cfg.LagInterval)
+	defer tick.Stop()
+	var ch *amqp091.Channel
+	defer func() {
+		if ch != nil {
+			_ = ch.Close()
+		}
+	}()
+	for {
+		if ch == nil || ch.IsClosed() {
+			ch, _ = conn.Channel()
+		}
+		if ch != nil {
+			if q, err := ch.QueueDeclarePassive(a.cfg.Queue, false, false, false, false, nil); err == nil {
+				a.metrics.Lag.WithLabelValues(a.target.Topic.Name).Set(float64(q.Messages))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,88 @@
+package intake
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	amqp091 "github.com/rabbitmq/amqp091-go"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+func TestXDelayAcceptsEveryAMQPIntegerTypeAndNumericText(t *testing.T) {
+	for _, tt := range []struct {
+		v    any
+		want string // queue.When.String(), or "" for an error
+	}{
+		{int8(5), "in 5ms"}, {uint8(5), "in 5ms"}, {int16(1500), "in 1.5s"}, {uint16(1500), "in 1.5s"},
+		{int32(3000), "in 3s"}, {uint32(3000), "in 3s"}, {int64(60000), "in 1m0s"}, {3000, "in 3s"},
+		{"3000", "in 3s"}, {" 3000 ", "in 3s"}, {"2.9", "in 2ms"}, {[]byte("10"), "in 10ms"}, {float64(1e3), "in 1s"},
+		{int32(0), "in 0s"}, {int32(-500), "in 0s"}, {"-1", "in 0s"},
+		{"soon", ""}, {true, ""}, {math.NaN(), ""}, {"1e300", ""}, {int64(1) << 60, ""},
+	} {
+		w, err := delayFrom(tt.v, time.Time{})
+		switch {
+		case tt.want == "" && err == nil:
+			t.Errorf("x-delay %#v = %v, want an error", tt.v, w)
+		case tt.want != "" && (err != nil || w.String() != tt.want):
+			t.Errorf("x-delay %#v = %v, %v; want %s", tt.v, w, err, tt.want)
+		}
+	}
+}
+
+func TestDueHeaderWinsOverXDelay(t *testing.T) {
+	due := time.UnixMilli(1_900_000_000_000)
+	it := Target{}.deliveryItem(amqp091.Delivery{Headers: amqp091.Table{"x-delay": 5000, HeaderDue: "1900000000000"}})
+	if it.reason != "" || it.when.String() != queue.At(due).String() {
+		t.Errorf("when %v (reason %q), want %v", it.when, it.why, queue.At(due))
+	}
+	it = Target{}.deliveryItem(amqp091.Delivery{})
+	if it.when.String() != (queue.When{}).String() {
+		t.Errorf("no delay header: when %v, want due now", it.when)
+	}
+}
+
+func TestDeliveryHeadersBecomeTextWithoutDelayHeaders(t *testing.T) {
+	d := amqp091.Delivery{RoutingKey: "rk", Body: []byte("b"), Headers: amqp091.Table{
+		"x-delay": 10, "X-Delaybridge-Attempt": "9", "s": "text", "i": int32(-7), "b": true, "f": 1.5,
+		"ts": time.Unix(1_700_000_000, 0), "tbl": amqp091.Table{"z": 1, "a": "x"}, "arr": []any{1, "two"},
+		"dec": amqp091.Decimal{Scale: 2, Value: -5},
+	}}
+	it := Target{}.deliveryItem(d)
+	want := map[string]string{
+		"s": "text", "i": "-7", "b": "true", "f": "1.5", "ts": "2023-11-14T22:13:20Z",
+		"tbl": `{"a":"x","z":1}`, "arr": `[1,"two"]`, "dec": "-0.05",
+	}
+	if len(it.msg.Headers) != len(want) {
+		t.Errorf("headers %v, want %v", it.msg.Headers, want)
+	}
+	for k, v := range want {
+		if it.msg.Headers[k] != v {
+			t.Errorf("header %s = %q, want %q", k, it.msg.Headers[k], v)
+		}
+	}
+	if it.msg.RoutingKey != "rk" || (Target{OwnRoutingKey: true}).deliveryItem(d).msg.RoutingKey != "" {
+		t.Errorf("routing key kept %q; with the topic's own it must be dropped", it.msg.RoutingKey)
+	}
+}
+
+func TestDeliveryWithoutMessageIDGetsAStableIDOfItsContent(t *testing.T) {
+	d := amqp091.Delivery{RoutingKey: "rk", Body: []byte("b"), Headers: amqp091.Table{"h": "1", "x-delay": 10}}
+	a, b := deliveryID(d), deliveryID(d)
+	if a != b || len(a) != 64 {
+		t.Errorf("ids %q %q: want one hex SHA-256", a, b)
+	}
+	for _, other := range []amqp091.Delivery{
+		{RoutingKey: "rk", Body: []byte("c"), Headers: d.Headers},
+		{RoutingKey: "rk2", Body: d.Body, Headers: d.Headers},
+		{RoutingKey: "rk", Body: d.Body, Headers: amqp091.Table{"h": "2", "x-delay": 10}},
+	} {
+		if deliveryID(other) == a {
+			t.Errorf("%+v has the same id as %+v", other, d)
+		}
+	}
+	if id := deliveryID(amqp091.Delivery{MessageId: "m-1", Body: []byte("b")}); id != "m-1" {
+		t.Errorf("id %q, want the message id", id)
+	}
+}

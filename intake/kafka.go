@@ -1,0 +1,164 @@
+package intake
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/delaybridge/delaybridge/internal/backoff"
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+// fetchLinger is how long a batch waits for one more record that is not
+// already buffered.
+const fetchLinger = 5 * time.Millisecond
+
+// KafkaConfig is how a Kafka intake reaches its topic.
+type KafkaConfig struct {
+	Brokers []string
+	// Topic is the Kafka topic consumed.
+	Topic string
+	// Group is the consumer group; "" means "delaybridge-<topic name>".
+	Group string
+	// Dialer carries client id, TLS and SASL; nil is kafka-go's default.
+	Dialer *kafkago.Dialer
+	// Prefetch bounds the records read ahead and the largest Redis batch;
+	// 0 means DefaultPrefetch.
+	Prefetch int
+}
+
+// Kafka consumes one Kafka topic into one delaybridge topic in a consumer
+// group, committing offsets only after the records before them are in
+// Redis.
+//
+// kafka-go's Reader serves: with a GroupID and CommitInterval 0,
+// CommitMessages commits synchronously, so the intake decides exactly when
+// an offset moves.
+type Kafka struct {
+	cfg     KafkaConfig
+	target  Target
+	sched   *scheduler
+	metrics *Metrics
+	log     *slog.Logger
+}
+
+// NewKafka returns an intake of cfg.Topic into target.
+func NewKafka(cfg KafkaConfig, target Target, q *queue.Queue, m *Metrics, log *slog.Logger) (*Kafka, error) {
+	if err := target.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Topic == "" || len(cfg.Brokers) == 0 {
+		return nil, fmt.Errorf("intake for topic %s: no Kafka topic or brokers", target.Topic.Name)
+	}
+	if cfg.Group == "" {
+		cfg.Group = "delaybridge-" + target.Topic.Name
+	}
+	if cfg.Prefetch <= 0 {
+		cfg.Prefetch = DefaultPrefetch
+	}
+	log = log.With("topic", target.Topic.Name, "kafka_topic", cfg.Topic, "group", cfg.Group)
+	m.Init(target.Topic.Name)
+	return &Kafka{cfg: cfg, target: target, sched: &scheduler{q: q, target: target, metrics: m, log: log}, metrics: m, log: log}, nil
+}
+
+// Run consumes until ctx ends. Records read but not yet committed are read
+// again by whichever member of the group owns their partition next.
+func (k *Kafka) Run(ctx context.Context) error {
+	r := kafkago.NewReader(kafkago.ReaderConfig{
+		Brokers:        k.cfg.Brokers,
+		GroupID:        k.cfg.Group,
+		Topic:          k.cfg.Topic,
+		Dialer:         k.cfg.Dialer,
+		QueueCapacity:  k.cfg.Prefetch,
+		MaxWait:        500 * time.Millisecond,
+		CommitInterval: 0, // synchronous commits, only when the intake calls
+		StartOffset:    kafkago.FirstOffset,
+		ErrorLogger: kafkago.LoggerFunc(func(format string, args ...any) {
+			k.log.Warn("kafka reader: " + fmt.Sprintf(format, args...))
+		}),
+	})
+	defer func() {
+		if err := r.Close(); err != nil {
+			k.log.Warn("close kafka reader", "err", err)
+		}
+	}()
+	retry := backoff.New(reconnectPolicy)
+	for {
+		batch, err := k.fetch(ctx, r)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			wait := retry.Next()
+			k.log.Warn("intake could not read Kafka", "retry_in", wait, "err", err)
+			sleep(ctx, wait)
+			continue
+		}
+		retry.Reset()
+		if err := k.handle(ctx, r, batch); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			k.log.Warn("intake could not commit offsets; the records will be read again", "count", len(batch), "err", err)
+		}
+		k.metrics.Lag.WithLabelValues(k.target.Topic.Name).Set(float64(max(r.Stats().Lag, 0)))
+	}
+}
+
+// fetch waits for one record, then takes what follows at once, up to
+// Prefetch.
+func (k *Kafka) fetch(ctx context.Context, r *kafkago.Reader) ([]kafkago.Message, error) {
+	m, err := r.FetchMessage(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fetch from %s: %w", k.cfg.Topic, err)
+	}
+	batch := []kafkago.Message{m}
+	for len(batch) < k.cfg.Prefetch {
+		lctx, cancel := context.WithTimeout(ctx, fetchLinger)
+		m, err := r.FetchMessage(lctx)
+		cancel()
+		if err != nil {
+			break // nothing more buffered (or ctx ended: Run sees it)
+		}
+		batch = append(batch, m)
+	}
+	return batch, nil
+}
+
+// handle writes a batch to Redis, retrying what Redis failed (a record
+// cannot be handed back as an AMQP delivery can, and must not be skipped)
+// until it is in or ctx ends, then commits the batch's offsets.
+func (k *Kafka) handle(ctx context.Context, r *kafkago.Reader, batch []kafkago.Message) error {
+	items := make([]item, len(batch))
+	for i, m := range batch {
+		items[i] = k.target.recordItem(m)
+	}
+	k.metrics.Received.WithLabelValues(k.target.Topic.Name).Add(float64(len(batch)))
+	slow := backoff.New(redisPolicy)
+	for pending := items; len(pending) > 0; {
+		errs := k.sched.put(ctx, pending)
+		var again []item
+		var failed error
+		for i, err := range errs {
+			if err != nil {
+				again, failed = append(again, pending[i]), err
+			}
+		}
+		if len(again) > 0 {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			wait := slow.Next()
+			k.log.Warn("intake could not schedule; retrying", "count", len(again), "retry_in", wait, "err", failed)
+			sleep(ctx, wait)
+		}
+		pending = again
+	}
+	if err := r.CommitMessages(ctx, batch...); err != nil {
+		return fmt.Errorf("commit %d records: %w", len(batch), err)
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package intake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+// Target is the topic an intake schedules on.
+type Target struct {
+	// Topic is the topic's data model; it must be in envelope format.
+	Topic queue.Topic
+	// MaxBody is the largest body the topic's destination accepts, in
+	// bytes; a larger message goes to the dead set at once. 0: no limit.
+	MaxBody int
+	// OwnRoutingKey is true when the topic routes every message with its own
+	// routing key (or Kafka key): the message's original one is then not
+	// kept.
+	OwnRoutingKey bool
+}
+
+func (t Target) validate() error {
+	if t.Topic.Format != queue.FormatEnvelope {
+		return fmt.Errorf("intake for topic %s: %w", t.Topic.Name, queue.ErrNotEnvelope)
+	}
+	return t.Topic.Validate()
+}
+
+// item is one message taken from a broker, on its way to Redis. An item
+// with a reason cannot be scheduled: it goes to the dead set, why saying
+// what is wrong.
+type item struct {
+	msg    queue.Message
+	when   queue.When
+	reason string
+	why    string
+}
+
+func (it *item) reject(reason, format string, args ...any) {
+	if it.reason == "" { // the first problem found is the one reported
+		it.reason, it.why = reason, fmt.Sprintf(format, args...)
+	}
+}
+
+// scheduler writes items to Redis.
+type scheduler struct {
+	q       *queue.Queue
+	target  Target
+	metrics *Metrics
+	log     *slog.Logger
+}
+
+// put writes every item to Redis: a good one to the scheduled set, a bad
+// one to the dead set. errs[i] is nil when item i is in Redis, and the
+// Redis error when it is not: the caller must hand that item back to its
+// broker (or retry it), never drop it.
+func (s *scheduler) put(ctx context.Context, items []item) []error {
+	errs := make([]error, len(items))
+	var good []int
+	for i := range items {
+		s.check(&items[i])
+		if items[i].reason == "" {
+			good = append(good, i)
+		}
+	}
+	s.schedule(ctx, items, good, errs)
+	for i := range items {
+		if items[i].reason != "" && errs[i] == nil {
+			errs[i] = s.bury(ctx, &items[i])
+		}
+	}
+	return errs
+}
+
+// check rejects what the destination or an envelope cannot carry.
+func (s *scheduler) check(it *item) {
+	if max := s.target.MaxBody; max > 0 && len(it.msg.Body) > max {
+		it.reject(ReasonTooLarge, "body of %d bytes is over the destination's limit of %d", len(it.msg.Body), max)
+	}
+	if it.reason == "" {
+		if _, err := s.target.Topic.Encode(it.msg); err != nil {
+			it.reject(ReasonInvalid, "%v", err)
+		}
+	}
+}
+
+// schedule schedules the good items in one pipeline. When some fail, they
+// are tried one by one to tell a due time Redis refuses (the item's fault:
+// dead set) from Redis failing (stop: every item left fails).
+func (s *scheduler) schedule(ctx context.Context, items []item, good []int, errs []error) {
+	if len(good) == 0 {
+		return
+	}
+	batch := make([]queue.Item, len(good))
+	for j, i := range good {
+		batch[j] = queue.Item{Message: items[i].msg, When: items[i].when}
+	}
+	receipts, err := s.q.ScheduleBatch(ctx, s.target.Topic, batch)
+	var redisErr error
+	for j, i := range good {
+		if err == nil || (receipts != nil && receipts[j].Member != "") {
+			s.metrics.Scheduled.WithLabelValues(s.target.Topic.Name).Inc()
+			continue
+		}
+		if redisErr != nil {
+			errs[i] = redisErr
+			continue
+		}
+		_, one := s.q.Schedule(ctx, s.target.Topic, items[i].msg, items[i].when)
+		switch {
+		case one == nil:
+			s.metrics.Scheduled.WithLabelValues(s.target.Topic.Name).Inc()
+		case errors.Is(one, queue.ErrBadDueTime):
+			items[i].reject(ReasonBadDue, "%v", one)
+		case errors.Is(one, queue.ErrInvalidEnvelope):
+			items[i].reject(ReasonInvalid, "%v", one)
+		default:
+			redisErr = one
+			errs[i] = one
+		}
+	}
+}
+
+// bury puts a rejected item in the dead set, with its reason. A message an
+// envelope cannot carry as it is goes there with its id and body only.
+func (s *scheduler) bury(ctx context.Context, it *item) error {
+	member, err := s.target.Topic.Encode(it.msg)
+	if err != nil {
+		id := it.msg.ID
+		if queue.CheckID(id) != nil {
+			id = queue.MessageID(it.msg.Body)
+		}
+		member, err = s.target.Topic.Encode(queue.Message{ID: id, Body: it.msg.Body})
+		if err != nil {
+			return fmt.Errorf("bury in %s: %w", s.target.Topic.Name, err)
+		}
+	}
+	if _, err := s.q.Bury(ctx, s.target.Topic, member, "intake: "+it.why); err != nil {
+		return err
+	}
+	s.metrics.Rejected.WithLabelValues(s.target.Topic.Name, it.reason).Inc()
+	s.log.Warn("intake dead-lettered a message", "id", it.msg.ID, "reason", it.reason, "err", it.why)
+	return nil
+}

@@ -1,0 +1,26 @@
+package kafka
+
+import (
+	"net"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// Dialer is a kafka-go Dialer with cfg's client id, TLS and SASL, for the
+// clients beside the sink that reach the same cluster (the Kafka intake).
+func (c Config) Dialer() (*kafkago.Dialer, error) {
+	c = c.withDefaults()
+	mech, err := mechanism(c.SASLMechanism, c.SASLUsername, c.SASLPassword)
+	if err != nil {
+		return nil, err
+	}
+	return &kafkago.Dialer{
+		ClientID:      c.ClientID,
+		Timeout:       5 * time.Second,
+		DualStack:     true,
+		TLS:           c.TLS,
+		SASLMechanism: mech,
+		Resolver:      &net.Resolver{},
+	}, nil
+}
