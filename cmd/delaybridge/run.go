@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,9 @@ func runDaemon(ctx context.Context, args []string, s stdio) int {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
 		fmt.Fprintln(s.out, "usage: delaybridge run\n\nRuns the daemon, configured by DELAYBRIDGE_* environment variables (see README.md).")
 		return exitOK
+	}
+	if len(args) > 0 {
+		return misused(s.err, "run", fmt.Sprintf("takes no arguments, got %q", args[0]))
 	}
 	cfg, code := loadConfig(s)
 	if code != exitOK {
@@ -120,8 +124,15 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
+	dests := newDestinationWatch(topics, log)
+	wctx, stopWatch := context.WithCancel(ctx)
+	var watching sync.WaitGroup
+	watching.Go(func() { dests.run(wctx) })
+	defer watching.Wait()
+	defer stopWatch()
+
 	srv := &http.Server{
-		Handler:           routes(reg, rdb, topics),
+		Handler:           routes(reg, rdb, topics, dests),
 		ReadHeaderTimeout: 5 * time.Second,
 	}
 	httpDone := make(chan error, 1)
@@ -139,8 +150,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	return runErr
 }
 
-// routes serves only metrics and probes.
-func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwarder.Topic) http.Handler {
+// routes serves only metrics and probes. dests (nil: none) is the
+// destination watch whose last result /readyz reports.
+func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwarder.Topic, dests *destinationWatch) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -149,7 +161,11 @@ func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwar
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if err := ready(ctx, rdb, topics); err != nil {
+		err := ready(ctx, rdb, topics)
+		if err == nil {
+			err = dests.err()
+		}
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
