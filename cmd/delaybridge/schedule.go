@@ -15,7 +15,8 @@ const scheduleUsage = `usage: delaybridge schedule [flags] TOPIC [BODY]
 
 Schedules a message on TOPIC. The body is BODY, or standard input when BODY is
 absent or "-" (any bytes; on an envelope topic a binary body travels as
-body_b64). Put "--" before a BODY that starts with "-".
+body_b64), but never a terminal: pipe it. Put "--" before a BODY that starts
+with "-". An empty body is refused unless --empty is given.
 
 On an envelope topic (DELAYBRIDGE_TOPIC_<NAME>_FORMAT=envelope) the message has
 an id: scheduling an id that exists replaces that message. Without --id a
@@ -39,6 +40,7 @@ func runSchedule(ctx context.Context, args []string, s stdio) int {
 	routingKey := fs.String("routing-key", "", "envelope topics: this message's AMQP routing `key` or Kafka record key")
 	b64 := fs.Bool("base64", false, "the body is base64 text: decode it first")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	empty := fs.Bool("empty", false, "allow an empty body (refused otherwise: usually a mistake)")
 	pos, code, ok := parseFlags(fs, args, s)
 	if !ok {
 		return code
@@ -52,6 +54,9 @@ func runSchedule(ctx context.Context, args []string, s stdio) int {
 	}
 	if !given {
 		when = queue.In(0)
+	}
+	if (len(pos) < 2 || pos[1] == "-") && readsTerminal(s.in) {
+		return badUsage(fs, s, "no BODY given and standard input is a terminal: pass the body as an argument or pipe it (echo '{...}' | delaybridge schedule %s)", pos[0])
 	}
 	c, code := openCLI("schedule", s)
 	if c == nil {
@@ -70,6 +75,9 @@ func runSchedule(ctx context.Context, args []string, s stdio) int {
 		if body, err = base64.StdEncoding.DecodeString(string(body)); err != nil {
 			return badUsage(fs, s, "the body is not standard base64: %v", err)
 		}
+	}
+	if len(body) == 0 && !*empty {
+		return badUsage(fs, s, "the body is empty: give --empty to schedule an empty message")
 	}
 	msg := queue.Message{ID: *id, Body: body, Headers: headers, RoutingKey: *routingKey}
 	if t.Format == queue.FormatEnvelope && msg.ID == "" {
