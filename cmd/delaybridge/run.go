@@ -36,6 +36,7 @@ func runDaemon(ctx context.Context, args []string, s stdio) int {
 		return code
 	}
 	log := newLogger(cfg, s)
+	redis.SetLogger(redisLogger{log}) // the library's global: see logging.go
 	if err := serve(ctx, cfg, log); err != nil {
 		log.Error("delaybridge stopped", "err", err)
 		return exitFail
@@ -63,16 +64,6 @@ func flatten(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
-}
-
-func newLogger(cfg config.Config, s stdio) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.LogLevel))
-	opts := &slog.HandlerOptions{Level: level}
-	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(s.err, opts))
-	}
-	return slog.New(slog.NewJSONHandler(s.err, opts))
 }
 
 // serve runs the daemon until ctx ends.
