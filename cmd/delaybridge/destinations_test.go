@@ -196,3 +196,50 @@ func TestReadyzNamesAMissingExchangeAndNothingIsLost(t *testing.T) {
 		t.Errorf("daemon exit %d", code)
 	}
 }
+
+// TestReadyzNamesAMissingKafkaTopicAndNothingIsLost: as for an exchange,
+// with a Kafka topic nobody created.
+func TestReadyzNamesAMissingKafkaTopicAndNothingIsLost(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.Ports(0), kfake.SeedTopics(1, "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers, kafkaTopic := c.ListenAddrs()[0], uniqueName("dbtest-")
+	rdb, prefix := redistest.New(t)
+	t.Setenv("DELAYBRIDGE_REDIS_URL", redistest.URL())
+	t.Setenv("DELAYBRIDGE_AMQP_URL", "")
+	t.Setenv("DELAYBRIDGE_KEY_PREFIX", prefix)
+	t.Setenv("DELAYBRIDGE_KAFKA_BROKERS", brokers)
+	t.Setenv("DELAYBRIDGE_TOPICS", "events")
+	t.Setenv("DELAYBRIDGE_TOPIC_EVENTS_SINK", "kafka")
+	t.Setenv("DELAYBRIDGE_TOPIC_EVENTS_KAFKA_TOPIC", kafkaTopic)
+	t.Setenv("DELAYBRIDGE_RETRY_BACKOFF", "100ms")
+	t.Setenv("DELAYBRIDGE_RETRY_BACKOFF_MAX", "500ms")
+	d := startDaemon(t)
+	d.waitReadyz(20*time.Second, "503 naming the kafka topic", func(code int, body string) bool {
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "topic events") && strings.Contains(body, kafkaTopic)
+	})
+	events := queue.Topic{Name: "events", Prefix: prefix, Slots: 1, Format: queue.FormatRaw}
+	if _, err := queue.New(rdb).ScheduleMember(context.Background(), events, []byte("kept"), queue.In(0)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	createKafkaTopic(t, brokers, kafkaTopic)
+	d.waitReadyz(20*time.Second, "200", func(code int, _ string) bool { return code == http.StatusOK })
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics(kafkaTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	fetches := cl.PollFetches(ctx)
+	if errs := fetches.Errors(); len(errs) > 0 {
+		t.Fatalf("consume %s: %v; logs:\n%s", kafkaTopic, errs, d.logs.String())
+	}
+	if recs := fetches.Records(); len(recs) != 1 || string(recs[0].Value) != "kept" {
+		t.Fatalf("records %v, want the one scheduled while the topic was missing", recs)
+	}
+}
