@@ -21,7 +21,7 @@ type parser struct {
 
 func (p *parser) fail(name, value, problem string) {
 	if p.secrets[name] {
-		value = redact(value)
+		value = redactVar(name, value)
 	}
 	if path, ok := p.files[name]; ok {
 		problem = fmt.Sprintf("the file holds %q: %s", value, problem)

@@ -21,7 +21,7 @@ func (c Config) Redacted() map[string]string {
 	secret := secretNames()
 	for k, v := range m {
 		if secret[k] {
-			v = redact(v)
+			v = redactVar(k, v)
 		}
 		out[Prefix+"_"+k] = v
 	}

@@ -28,7 +28,7 @@ const (
 func (r Redis) Options() (*redis.UniversalOptions, error) {
 	u, err := redis.ParseURL(r.URL)
 	if err != nil {
-		return nil, fmt.Errorf("parse %s_REDIS_URL %s: %w", Prefix, redact(r.URL), redactURLError(err))
+		return nil, fmt.Errorf("parse %s_REDIS_URL %s: %w", Prefix, redactURL(r.URL), redactURLError(err))
 	}
 	o := urlOptions(u)
 	if r.Username != "" {
@@ -140,7 +140,7 @@ func or(d, def time.Duration) time.Duration {
 func redactURLError(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return &url.Error{Op: ue.Op, URL: redact(ue.URL), Err: ue.Err}
+		return &url.Error{Op: ue.Op, URL: redactURL(ue.URL), Err: ue.Err}
 	}
 	return err
 }

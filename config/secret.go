@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"regexp"
 	"strings"
 )
 
@@ -71,8 +72,7 @@ func redact(s string) string {
 	if u.RawQuery != "" {
 		q := u.Query()
 		for k := range q {
-			lk := strings.ToLower(k)
-			if strings.Contains(lk, "pass") || strings.Contains(lk, "secret") || strings.Contains(lk, "token") {
+			if credentialLike(k) {
 				q.Set(k, redactedText)
 			}
 		}
@@ -80,6 +80,47 @@ func redact(s string) string {
 	}
 	u.Fragment, u.RawFragment = "", ""
 	return u.String()
+}
+
+// redactVar hides the secret in the value of variable name (without
+// prefix): only the password part of a URL (…_URL), the whole value of any
+// other secret.
+func redactVar(name, value string) string {
+	if strings.HasSuffix(name, "URL") {
+		return redactURL(value)
+	}
+	return redact(value)
+}
+
+// redactURL hides the password of a URL. A URL without user info has no
+// password: it is shown as given, even when it does not parse (a mistyped
+// URL must be readable in the error that refuses it), but for query
+// parameters that look like credentials. A value that looks like no URL at
+// all (no "//", not host:port) may be a password pasted in the wrong
+// variable: it is hidden.
+func redactURL(s string) string {
+	if strings.Contains(s, "@") || !(strings.Contains(s, "//") || hostPort.MatchString(s)) {
+		return redact(s)
+	}
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil {
+		if credentialLike(s) {
+			return redactedText
+		}
+		return s
+	}
+	if u.RawQuery == "" || !credentialLike(u.RawQuery) {
+		return s
+	}
+	return redact(s)
+}
+
+// hostPort is the start of host:port written without a scheme.
+var hostPort = regexp.MustCompile(`^\[?[A-Za-z0-9.:-]+\]?:[0-9]+(/|$)`)
+
+func credentialLike(s string) bool {
+	s = strings.ToLower(s)
+	return strings.Contains(s, "pass") || strings.Contains(s, "secret") || strings.Contains(s, "token")
 }
 
 // Redacted returns a URL with its password replaced (or any other secret

@@ -223,9 +223,8 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	} else {
 		f.ownershipLoop(ctx)
 	}
-	var err error
 	if !f.opt.AllSlots {
-		err = f.leave() // the others take the slots over while we drain
+		f.leave() // the others take the slots over while we drain
 	}
 	f.assignMu.Lock()
 	f.setOwnedAsync(ctx, nil)
@@ -233,7 +232,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	f.scanners.Wait() // each drains within ShutdownTimeout
 	stopBG()
 	wg.Wait()
-	return err
+	return nil
 }
 
 // setOwnedAsync starts scanners for newly owned slots and stops those no

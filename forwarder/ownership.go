@@ -289,12 +289,14 @@ func diff(owned []slotKey, want map[slotKey]bool) (gained, lost int) {
 }
 
 // leave removes this replica from the replica set so the others take its
-// slots at once instead of after the TTL.
-func (f *Forwarder) leave() error {
+// slots at once instead of after the TTL. Failing to (Redis unreachable at
+// shutdown) is no reason for a failed exit: the heartbeat expires within the
+// TTL and the others take the slots then.
+func (f *Forwarder) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
 	defer cancel()
 	if _, err := f.q.Leave(ctx, f.opt.KeyPrefix, f.opt.ReplicaID); err != nil {
-		return err
+		f.log.Warn("could not leave the replica set; the others take its slots when its heartbeat expires",
+			"ttl", f.opt.HeartbeatTTL, "err", err)
 	}
-	return nil
 }

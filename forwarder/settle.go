@@ -224,7 +224,10 @@ type settlement struct {
 	releases []string        // back without an attempt
 	unsent   int             // of releases, those never published (slot order)
 	failures []queue.Failure // to retry or dead-letter: refused or undecodable
-	failed   map[outcome]int // messages the sink did not confirm, by outcome
+	// noDestination: some were refused because the exchange or topic is
+	// missing or routes nowhere, which an operator must fix (WARN).
+	noDestination bool
+	failed        map[outcome]int // messages the sink did not confirm, by outcome
 }
 
 // sortOut classifies every message of a group of awaited deliveries. It
@@ -250,6 +253,7 @@ func sortOut(group []*delivery, retry backoff.Policy) settlement {
 				st.releases = append(st.releases, d.members[i])
 				continue
 			}
+			st.noDestination = st.noDestination || errors.Is(e, sinks.ErrNoDestination)
 			st.failures = append(st.failures, queue.Failure{
 				Member:    d.members[i],
 				Backoff:   retry.Delay(d.msgs[i].Attempt - 1),
@@ -279,7 +283,7 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 	}
 	s.ack(ctx, st.acks)
 	s.release(ctx, st.releases, st.unsent)
-	s.retry(ctx, st.failures)
+	s.retry(ctx, st.failures, st.noDestination)
 }
 
 func (s *scanner) ack(ctx context.Context, members []string) {
@@ -313,8 +317,10 @@ func (s *scanner) release(ctx context.Context, members []string, unsent int) {
 }
 
 // retry counts an attempt of each failure: below the limit the message is
-// scheduled again after its back-off, else dead-lettered.
-func (s *scanner) retry(ctx context.Context, failures []queue.Failure) {
+// scheduled again after its back-off, else dead-lettered. noDestination
+// says some failed for a missing destination or no route: the retry is
+// then logged at WARN, since only an operator can fix it.
+func (s *scanner) retry(ctx context.Context, failures []queue.Failure, noDestination bool) {
 	// One log line per outcome and group: a refusal storm must not flood
 	// the logs with a line per message.
 	var retried, dead int
@@ -337,7 +343,11 @@ func (s *scanner) retry(ctx context.Context, failures []queue.Failure) {
 	}
 	if retried > 0 {
 		s.f.m.Retried.WithLabelValues(s.topic.Name).Add(float64(retried))
-		s.log.Info("publish failed, will retry", "count", retried, "err", retryReason)
+		if noDestination {
+			s.log.Warn("publish refused: destination missing or no route, will retry", "count", retried, "err", retryReason)
+		} else {
+			s.log.Info("publish failed, will retry", "count", retried, "err", retryReason)
+		}
 	}
 	if dead > 0 {
 		s.f.m.Dead.WithLabelValues(s.topic.Name).Add(float64(dead))

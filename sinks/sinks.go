@@ -115,7 +115,34 @@ type Starter interface {
 	Start(ctx context.Context, msgs []Message) (done <-chan struct{}, result func() error)
 }
 
+// Checker is implemented by sinks that can tell whether their destination
+// exists: the AMQP exchange, the Kafka topic, the Redis stream key (absent,
+// or a stream). `delaybridge check` and the daemon's /readyz use it, so a
+// destination nobody created is reported instead of failing every publish.
+//
+// CheckDestination makes a round trip to the broker: callers run it
+// periodically, not per message. It returns nil when the destination exists
+// (or will be created by the first publish), an error wrapping
+// ErrNoDestination when it does not, an error wrapping ErrAuth when the
+// credentials are refused, and an error wrapping ErrNotConnected when the
+// broker cannot be asked now. A missing destination may be created later:
+// it is not a reason to stop.
+type Checker interface {
+	CheckDestination(ctx context.Context) error
+}
+
 var (
+	// ErrNoDestination marks a publish or a check refused because the
+	// destination does not exist or does not route the message (AMQP 404
+	// NOT_FOUND, 312 NO_ROUTE; Kafka unknown topic). Such a publish is still
+	// the broker's answer about the message and counts as an attempt; the
+	// forwarder logs it at WARN since an operator must act.
+	ErrNoDestination = errors.New("no such destination")
+	// ErrAuth marks a broker refusing the credentials or the access (AMQP
+	// 403 ACCESS_REFUSED, 530 NOT_ALLOWED; Kafka SASL failure). Retrying
+	// will not help until someone fixes the configuration: `delaybridge
+	// check` fails at once on it.
+	ErrAuth = errors.New("credentials refused")
 	// ErrPermanent marks failures that no retry can fix.
 	ErrPermanent = errors.New("permanent failure")
 	// ErrNotConnected marks failures caused by the connection, not the message.
@@ -126,6 +153,12 @@ var (
 
 // Permanent marks err as permanent.
 func Permanent(err error) error { return fmt.Errorf("%w: %w", ErrPermanent, err) }
+
+// NoDestination marks err as a missing destination or an unroutable message.
+func NoDestination(err error) error { return fmt.Errorf("%w: %w", ErrNoDestination, err) }
+
+// AuthFailed marks err as refused credentials or access.
+func AuthFailed(err error) error { return fmt.Errorf("%w: %w", ErrAuth, err) }
 
 // NotConnected marks err as a connection failure.
 func NotConnected(err error) error { return fmt.Errorf("%w: %w", ErrNotConnected, err) }

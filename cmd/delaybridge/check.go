@@ -2,56 +2,71 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/delaybridge/delaybridge/config"
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
+const checkUsage = `usage: delaybridge check [--json]
+
+Validates the DELAYBRIDGE_* variables, reaches Redis and every topic's broker,
+and verifies that each topic's destination exists (the AMQP exchange, the
+Kafka topic; a Redis stream key is absent or a stream). Credentials a broker
+refuses fail at once.
+Exit 0: all good; 1: a service is unreachable or a destination is missing;
+2: bad configuration.
+`
+
+// checkTimeout bounds the wait for Redis and every broker.
+const checkTimeout = 15 * time.Second
+
+// checkLine is the result of one thing `check` verified.
+type checkLine struct {
+	Name  string `json:"name"`           // "redis" or "topic orders"
+	Sink  string `json:"sink,omitempty"` // the topic's sink
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+}
+
 // runCheck is `delaybridge check`: validate the configuration, reach Redis
-// and every topic's broker, and say what is wrong.
+// and every topic's broker and destination, and say what is wrong.
 func runCheck(ctx context.Context, args []string, s stdio) int {
-	if len(args) > 0 {
-		fmt.Fprintln(s.out, "usage: delaybridge check\n\nValidates DELAYBRIDGE_* variables and reaches Redis and every topic's broker.\nExit 0: all good; 1: a service is unreachable; 2: bad configuration.")
-		if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
-			return exitOK
-		}
-		return exitConfig
+	fs := newFlags("check", checkUsage, s)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	pos, code, ok := parseFlags(fs, args, s)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return badUsage(fs, s, "takes no arguments, got %q", pos[0])
 	}
 	cfg, code := loadConfig(s)
 	if code != exitOK {
 		return code
 	}
-	fmt.Fprintf(s.out, "configuration: ok (%d topics)\n", len(cfg.Topics))
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-
-	failed := false
-	rdb, err := cfg.Redis.Client()
-	if err == nil {
-		err = rdb.Ping(ctx).Err()
-		rdb.Close()
-	}
-	if err != nil {
-		fmt.Fprintf(s.out, "redis: FAILED: %v\n", err)
-		failed = true
-	} else {
-		fmt.Fprintln(s.out, "redis: ok")
-	}
+	lines := []checkLine{checkRedis(ctx, cfg)}
 	quiet := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelError}))
 	for _, t := range cfg.Topics {
-		sink, err := newSink(cfg, t, quiet)
-		if err == nil {
-			err = waitReady(ctx, sink)
-			sink.Close()
+		l := checkLine{Name: "topic " + t.Name, Sink: t.Sink, OK: true}
+		if err := checkTopic(ctx, cfg, t, quiet); err != nil {
+			l.OK, l.Error = false, err.Error()
 		}
-		if err != nil {
-			fmt.Fprintf(s.out, "topic %s (%s): FAILED: %v\n", t.Name, t.Sink, err)
-			failed = true
-		} else {
-			fmt.Fprintf(s.out, "topic %s (%s): ok\n", t.Name, t.Sink)
-		}
+		lines = append(lines, l)
+	}
+	failed := false
+	for _, l := range lines {
+		failed = failed || !l.OK
+	}
+	if *asJSON {
+		_ = writeJSON(s.out, map[string]any{"ok": !failed, "configuration": "ok", "topics": len(cfg.Topics), "checks": lines})
+	} else {
+		printCheck(s, len(cfg.Topics), lines)
 	}
 	if failed {
 		return exitFail
@@ -59,7 +74,52 @@ func runCheck(ctx context.Context, args []string, s stdio) int {
 	return exitOK
 }
 
-// waitReady polls a sink's Ping until it succeeds or ctx ends.
+func printCheck(s stdio, topics int, lines []checkLine) {
+	fmt.Fprintf(s.out, "configuration: ok (%d topics)\n", topics)
+	for _, l := range lines {
+		name := l.Name
+		if l.Sink != "" {
+			name = fmt.Sprintf("%s (%s)", l.Name, l.Sink)
+		}
+		if l.OK {
+			fmt.Fprintf(s.out, "%s: ok\n", name)
+		} else {
+			fmt.Fprintf(s.out, "%s: FAILED: %s\n", name, l.Error)
+		}
+	}
+}
+
+func checkRedis(ctx context.Context, cfg config.Config) checkLine {
+	rdb, err := cfg.Redis.Client()
+	if err == nil {
+		err = rdb.Ping(ctx).Err()
+		rdb.Close()
+	}
+	if err != nil {
+		return checkLine{Name: "redis", Error: err.Error()}
+	}
+	return checkLine{Name: "redis", OK: true}
+}
+
+// checkTopic connects the topic's sink, then asks whether its destination
+// exists.
+func checkTopic(ctx context.Context, cfg config.Config, t config.Topic, log *slog.Logger) error {
+	sink, err := newSink(cfg, t, log)
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+	if err := waitReady(ctx, sink); err != nil {
+		return err
+	}
+	if c, ok := sink.(sinks.Checker); ok {
+		return c.CheckDestination(ctx)
+	}
+	return nil
+}
+
+// waitReady polls a sink's Ping until it succeeds or ctx ends. Credentials
+// the broker refused end it at once: no retry fixes them.
 func waitReady(ctx context.Context, s sinks.Sink) error {
 	p, ok := s.(sinks.Pinger)
 	if !ok {
@@ -69,6 +129,9 @@ func waitReady(ctx context.Context, s sinks.Sink) error {
 		err := p.Ping(ctx)
 		if err == nil {
 			return nil
+		}
+		if errors.Is(err, sinks.ErrAuth) {
+			return err
 		}
 		select {
 		case <-ctx.Done():

@@ -80,10 +80,10 @@ func (c *cli) topics(names []string) ([]queue.Topic, error) {
 // fail prints an error and returns the exit code it deserves: 2 for what the
 // user must change in the command line, 1 for anything else.
 func (c *cli) fail(err error) int {
-	fmt.Fprintf(c.s.err, "delaybridge %s: %v\n", c.name, err)
 	if usageError(err) {
-		return exitConfig
+		return misused(c.s.err, c.name, err.Error())
 	}
+	fmt.Fprintf(c.s.err, "delaybridge %s: %v\n", c.name, err)
 	return exitFail
 }
 
@@ -100,15 +100,12 @@ func usagef(format string, args ...any) error {
 }
 
 // newFlags is a FlagSet that prints nothing by itself: parseFlags prints the
-// help to stdout when asked, and the problem plus the help to stderr.
+// help (usage.go) to stdout when asked, and the problem with a hint to
+// stderr.
 func newFlags(name, usage string, s stdio) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usage)
-		fmt.Fprintln(fs.Output(), "\nFlags:")
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { printHelp(fs.Output(), fs, usage) }
 	return fs
 }
 
@@ -124,10 +121,7 @@ func parseFlags(fs *flag.FlagSet, args []string, s stdio) (pos []string, code in
 				fs.Usage()
 				return nil, exitOK, false
 			}
-			fmt.Fprintf(s.err, "delaybridge %s: %v\n\n", fs.Name(), err)
-			fs.SetOutput(s.err)
-			fs.Usage()
-			return nil, exitConfig, false
+			return nil, misused(s.err, fs.Name(), flagProblem(err)), false
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -140,12 +134,9 @@ func parseFlags(fs *flag.FlagSet, args []string, s stdio) (pos []string, code in
 	}
 }
 
-// badUsage prints a usage problem with the command's help and returns 2.
+// badUsage prints a usage problem and where the help is, and returns 2.
 func badUsage(fs *flag.FlagSet, s stdio, format string, args ...any) int {
-	fmt.Fprintf(s.err, "delaybridge %s: %s\n\n", fs.Name(), fmt.Sprintf(format, args...))
-	fs.SetOutput(s.err)
-	fs.Usage()
-	return exitConfig
+	return misused(s.err, fs.Name(), fmt.Sprintf(format, args...))
 }
 
 // headerFlags collects repeated --header name=value flags.

@@ -38,8 +38,7 @@ Examples:
 // runDead is `delaybridge dead list|requeue|purge`.
 func runDead(ctx context.Context, args []string, s stdio) int {
 	if len(args) == 0 {
-		fmt.Fprint(s.err, "delaybridge dead: want list, requeue or purge\n\n", deadUsage)
-		return exitConfig
+		return misused(s.err, "dead", "want list, requeue or purge")
 	}
 	switch args[0] {
 	case "list":
@@ -50,8 +49,7 @@ func runDead(ctx context.Context, args []string, s stdio) int {
 		fmt.Fprint(s.out, deadUsage)
 		return exitOK
 	}
-	fmt.Fprintf(s.err, "delaybridge dead: unknown command %q\n\n%s", args[0], deadUsage)
-	return exitConfig
+	return misused(s.err, "dead", fmt.Sprintf("unknown command %q: want list, requeue or purge", args[0]))
 }
 
 type deadJSON struct {

@@ -73,8 +73,7 @@ func dispatch(ctx context.Context, args []string, s stdio) int {
 			return c.run(ctx, args, s)
 		}
 	}
-	fmt.Fprintf(s.err, "delaybridge: unknown command %q\n\n", name)
-	usage(s.err)
+	fmt.Fprintf(s.err, "delaybridge: unknown command %q\nsee 'delaybridge help'\n", name)
 	return exitConfig
 }
 

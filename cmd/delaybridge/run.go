@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,11 +28,15 @@ func runDaemon(ctx context.Context, args []string, s stdio) int {
 		fmt.Fprintln(s.out, "usage: delaybridge run\n\nRuns the daemon, configured by DELAYBRIDGE_* environment variables (see README.md).")
 		return exitOK
 	}
+	if len(args) > 0 {
+		return misused(s.err, "run", fmt.Sprintf("takes no arguments, got %q", args[0]))
+	}
 	cfg, code := loadConfig(s)
 	if code != exitOK {
 		return code
 	}
 	log := newLogger(cfg, s)
+	redis.SetLogger(redisLogger{log}) // the library's global: see logging.go
 	if err := serve(ctx, cfg, log); err != nil {
 		log.Error("delaybridge stopped", "err", err)
 		if errors.Is(err, queue.ErrLayoutMismatch) {
@@ -62,16 +67,6 @@ func flatten(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
-}
-
-func newLogger(cfg config.Config, s stdio) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.LogLevel))
-	opts := &slog.HandlerOptions{Level: level}
-	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(s.err, opts))
-	}
-	return slog.New(slog.NewJSONHandler(s.err, opts))
 }
 
 // serve runs the daemon until ctx ends.
@@ -122,8 +117,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	dests, stopWatch := watchDestinations(ctx, topics, log)
+	defer stopWatch()
 
-	stopHTTP, err := startHTTP(cfg.HTTPAddr, routes(reg, rdb, topics), log)
+	stopHTTP, err := startHTTP(cfg.HTTPAddr, routes(reg, rdb, topics, dests), log)
 	if err != nil {
 		return err
 	}
@@ -140,6 +137,19 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	stopIntakes := startIntakes(ctx, intakes, log)
 	defer stopIntakes()
 	return fw.Run(ctx)
+}
+
+// watchDestinations checks every topic's destination in the background
+// until stop is called (see destinationWatch).
+func watchDestinations(ctx context.Context, topics []forwarder.Topic, log *slog.Logger) (dests *destinationWatch, stop func()) {
+	dests = newDestinationWatch(topics, log)
+	wctx, cancel := context.WithCancel(ctx)
+	var watching sync.WaitGroup
+	watching.Go(func() { dests.run(wctx) })
+	return dests, func() {
+		cancel()
+		watching.Wait()
+	}
 }
 
 // startHTTP serves handler on addr until the returned stop is called.
@@ -175,8 +185,9 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// routes serves only metrics and probes.
-func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwarder.Topic) http.Handler {
+// routes serves only metrics and probes. dests (nil: none) is the
+// destination watch whose last result /readyz reports.
+func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwarder.Topic, dests *destinationWatch) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -185,7 +196,11 @@ func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwar
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if err := ready(ctx, rdb, topics); err != nil {
+		err := ready(ctx, rdb, topics)
+		if err == nil {
+			err = dests.err()
+		}
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}

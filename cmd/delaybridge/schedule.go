@@ -15,7 +15,8 @@ const scheduleUsage = `usage: delaybridge schedule [flags] TOPIC [BODY]
 
 Schedules a message on TOPIC. The body is BODY, or standard input when BODY is
 absent or "-" (any bytes; on an envelope topic a binary body travels as
-body_b64). Put "--" before a BODY that starts with "-".
+body_b64), but never a terminal: pipe it. Put "--" before a BODY that starts
+with "-". An empty body is refused unless --empty is given.
 
 On an envelope topic (DELAYBRIDGE_TOPIC_<NAME>_FORMAT=envelope) the message has
 an id: scheduling an id that exists replaces that message. Without --id a
@@ -39,6 +40,7 @@ func runSchedule(ctx context.Context, args []string, s stdio) int {
 	routingKey := fs.String("routing-key", "", "envelope topics: this message's AMQP routing `key` or Kafka record key")
 	b64 := fs.Bool("base64", false, "the body is base64 text: decode it first")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	empty := fs.Bool("empty", false, "allow an empty body (refused otherwise: usually a mistake)")
 	pos, code, ok := parseFlags(fs, args, s)
 	if !ok {
 		return code
@@ -52,6 +54,9 @@ func runSchedule(ctx context.Context, args []string, s stdio) int {
 	}
 	if !given {
 		when = queue.In(0)
+	}
+	if (len(pos) < 2 || pos[1] == "-") && readsTerminal(s.in) {
+		return badUsage(fs, s, "no BODY given and standard input is a terminal: pass the body as an argument or pipe it (echo '{...}' | delaybridge schedule %s)", pos[0])
 	}
 	c, code := openCLI("schedule", s)
 	if c == nil {
@@ -71,6 +76,9 @@ func runSchedule(ctx context.Context, args []string, s stdio) int {
 			return badUsage(fs, s, "the body is not standard base64: %v", err)
 		}
 	}
+	if len(body) == 0 && !*empty {
+		return badUsage(fs, s, "the body is empty: give --empty to schedule an empty message")
+	}
 	msg := queue.Message{ID: *id, Body: body, Headers: headers, RoutingKey: *routingKey}
 	if t.Format == queue.FormatEnvelope && msg.ID == "" {
 		msg.ID = randomID()
@@ -79,19 +87,23 @@ func runSchedule(ctx context.Context, args []string, s stdio) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	if *asJSON {
-		err = writeJSON(s.out, map[string]any{
-			"topic": r.Topic, "slot": r.Slot, "id": r.ID,
-			"due": jsonTime(r.Due()), "due_ms": r.Score, "replaced": r.Replaced.String(),
-		})
-	} else {
-		_, err = fmt.Fprintf(s.out, "scheduled %s on %s (slot %d), due %s (%s)%s\n", r.ID, r.Topic, r.Slot,
-			r.Due().UTC().Format(time.RFC3339Nano), relative(r.Due(), time.Now()), replacedNote(r.Replaced))
-	}
-	if err != nil {
+	if err := printReceipt(s, r, *asJSON); err != nil {
 		return c.fail(fmt.Errorf("write result: %w", err))
 	}
 	return exitOK
+}
+
+// printReceipt tells where a scheduled message went.
+func printReceipt(s stdio, r queue.Receipt, asJSON bool) error {
+	if asJSON {
+		return writeJSON(s.out, map[string]any{
+			"topic": r.Topic, "slot": r.Slot, "id": r.ID,
+			"due": jsonTime(r.Due()), "due_ms": r.Score, "replaced": r.Replaced.String(),
+		})
+	}
+	_, err := fmt.Fprintf(s.out, "scheduled %s on %s (slot %d), due %s (%s)%s\n", r.ID, r.Topic, r.Slot,
+		r.Due().UTC().Format(time.RFC3339Nano), relative(r.Due(), time.Now()), replacedNote(r.Replaced))
+	return err
 }
 
 func replacedNote(r queue.Replaced) string {

@@ -114,7 +114,10 @@ func TestScheduleCommandRefusesBadUsageWithExit2(t *testing.T) {
 		{[]string{"schedule", "legacy", "--id", "a", "x"}, "not in envelope format"},
 		{[]string{"schedule", "orders", "--id", strings.Repeat("i", 256), "x"}, "more than 255"},
 		{[]string{"schedule", "orders", "--header", "novalue", "x"}, "name=value"},
-		{[]string{"schedule", "orders", "--bogus", "x"}, "flag provided but not defined"},
+		{[]string{"schedule", "orders", "--bogus", "x"}, "unknown flag --bogus"},
+		{[]string{"schedule", "orders", "--in"}, "flag --in needs a value"},
+		{[]string{"schedule", "orders", "--id", "e"}, "the body is empty: give --empty"},
+		{[]string{"schedule", "orders", "--id", "e", ""}, "the body is empty: give --empty"},
 		{[]string{"schedule", "orders", "--base64", "!!"}, "not standard base64"},
 	} {
 		code, out, errs := e.run("", tc.args...)
@@ -123,6 +126,10 @@ func TestScheduleCommandRefusesBadUsageWithExit2(t *testing.T) {
 		}
 		if out != "" {
 			t.Errorf("%v: wrote %q to stdout", tc.args, out)
+		}
+		// One line that says what is wrong, one that says where help is.
+		if lines := strings.Split(strings.TrimSuffix(errs, "\n"), "\n"); len(lines) != 2 || lines[1] != "see 'delaybridge schedule --help'" {
+			t.Errorf("%v: stderr %q, want the error and a hint, not the help", tc.args, errs)
 		}
 	}
 	for s := range 4 {

@@ -106,6 +106,9 @@ func blameFor(closeErr *amqp091.Error, connClosed bool) func(*pending) error {
 		return func(*pending) error { return answer }
 	}
 	answer := fmt.Errorf("broker refused publish to exchange %q: %w", m[1], closeErr)
+	if closeErr.Code == amqp091.NotFound {
+		answer = sinks.NoDestination(answer)
+	}
 	return func(p *pending) error {
 		if p.id.exchange == m[1] {
 			return answer

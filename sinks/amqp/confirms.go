@@ -309,7 +309,7 @@ func (t *tracker) returned(ret amqp091.Return) {
 		}
 	}
 	if first != nil {
-		first.returned = fmt.Errorf("unroutable: %d %s", ret.ReplyCode, ret.ReplyText)
+		first.returned = fmt.Errorf("unroutable: %d %s: %w", ret.ReplyCode, ret.ReplyText, sinks.ErrNoDestination)
 	}
 }
 

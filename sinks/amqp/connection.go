@@ -48,7 +48,7 @@ func (s *Sink) run() {
 				return
 			}
 			wait := retry.Next()
-			s.setDown(fmt.Errorf("connect to %s: %w", s.endpoint, err))
+			s.setDown(refusedLogin(fmt.Errorf("connect to %s: %w", s.endpoint, err)))
 			s.log.Warn("amqp connect failed", "url", s.endpoint, "retry_in", wait, "err", err)
 			s.sleep(wait)
 			continue

@@ -18,6 +18,7 @@
 //     confirms) and resolves each message's result in its batch.
 //   - blame.go: how the messages still waiting fail when their channel or
 //     connection ends, or the sink closes.
+//   - destination.go: CheckDestination, whether the exchange exists.
 //   - connection.go: connecting, opening the confirm-mode channel and
 //     reconnecting with back-off.
 //   - writeconn.go: write deadlines and corking under the connection.
@@ -93,7 +94,9 @@ func New(cfg Config, log *slog.Logger) (*Sink, error) {
 }
 
 // Ping reports whether the connection and its channel are open: nil when they
-// are, an error wrapping sinks.ErrNotConnected that says why not otherwise.
+// are, an error wrapping sinks.ErrNotConnected that says why not otherwise
+// (and sinks.ErrAuth too when the broker refused the credentials or the
+// vhost at the last attempt).
 func (s *Sink) Ping(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("ping: %w", err)

@@ -75,8 +75,12 @@ func classify(topic string, err error) error {
 	switch {
 	case errors.Is(err, io.ErrClosedPipe): // the writer was closed
 		return sinks.ErrClosed
+	case notConnected(err) && authFailure(err):
+		return sinks.NotConnected(sinks.AuthFailed(wrapWrite(topic, err)))
 	case notConnected(err):
 		return sinks.NotConnected(wrapWrite(topic, err))
+	case errors.Is(err, kafkago.UnknownTopicOrPartition):
+		return sinks.NoDestination(wrapWrite(topic, err))
 	}
 	return wrapWrite(topic, err)
 }

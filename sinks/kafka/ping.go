@@ -27,7 +27,8 @@ type pingCache struct {
 
 // Ping reports whether a broker answers: an ApiVersions round trip over the
 // sink's own connection pool (so TLS and SASL are checked too), at most one
-// per second. Its errors wrap sinks.ErrNotConnected.
+// per second. Its errors wrap sinks.ErrNotConnected, and sinks.ErrAuth too
+// when the brokers refuse the SASL credentials.
 func (s *Sink) Ping(ctx context.Context) error {
 	if !s.enter() {
 		return sinks.NotConnected(sinks.ErrClosed)
@@ -56,7 +57,7 @@ func (s *Sink) checkBroker(ctx context.Context) error {
 		err = res.Error
 	}
 	if err != nil {
-		return sinks.NotConnected(fmt.Errorf("ping kafka brokers %v: %w", s.cfg.Brokers, err))
+		return s.unreachable(fmt.Sprintf("ping kafka brokers %v", s.cfg.Brokers), err)
 	}
 	return nil
 }
