@@ -51,6 +51,7 @@ func TestActionRefusals(t *testing.T) {
 		{"session without CSRF token", "POST", confirmed, map[string]string{"Cookie": cookie}, http.StatusForbidden},
 		{"session with a wrong CSRF token", "POST", url.Values{"confirm": {"yes"}, "csrf": {"x" + csrf}}, map[string]string{"Cookie": cookie}, http.StatusForbidden},
 		{"cross-site fetch", "POST", url.Values{"confirm": {"yes"}, "csrf": {csrf}}, map[string]string{"Cookie": cookie, "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"null origin without fetch metadata", "POST", url.Values{"confirm": {"yes"}, "csrf": {csrf}}, map[string]string{"Cookie": cookie, "Origin": "null"}, http.StatusForbidden},
 		{"foreign origin", "POST", confirmed, map[string]string{"Authorization": "Bearer s3cret-token", "Origin": "https://evil.example"}, http.StatusForbidden},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -111,13 +111,20 @@ func (s *Server) csrfToken(sid string) string { return s.mac("csrf", sid) }
 
 // sameOrigin refuses requests a browser made for another site: by
 // Sec-Fetch-Site when the browser sends it, and by Origin when present.
+// Under Referrer-Policy no-referrer a browser posts a form with "Origin:
+// null", so null passes only with Sec-Fetch-Site: same-origin.
 func sameOrigin(r *http.Request) bool {
-	switch r.Header.Get("Sec-Fetch-Site") {
+	site := r.Header.Get("Sec-Fetch-Site")
+	switch site {
 	case "", "same-origin", "none":
 	default:
 		return false
 	}
-	if o := r.Header.Get("Origin"); o != "" {
+	switch o := r.Header.Get("Origin"); o {
+	case "":
+	case "null":
+		return site == "same-origin"
+	default:
 		u, err := url.Parse(o)
 		if err != nil || u.Host != r.Host {
 			return false
