@@ -72,6 +72,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(assets, "static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /{$}", s.overviewPage)
 	mux.HandleFunc("GET /overview/live", s.overviewLive)
 	mux.HandleFunc("GET /api/overview", s.overviewJSON)

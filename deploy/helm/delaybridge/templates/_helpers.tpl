@@ -105,4 +105,5 @@ redisSentinelPassword: REDIS_SENTINEL_PASSWORD
 amqpUrl: AMQP_URL
 kafkaSaslPassword: KAFKA_SASL_PASSWORD
 sinkRedisUrl: SINK_REDIS_URL
+consoleToken: CONSOLE_TOKEN
 {{- end -}}
