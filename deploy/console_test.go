@@ -62,6 +62,14 @@ func TestConsoleComponent(t *testing.T) {
 		selects(d.Spec.Selector, daemon.Spec.Template.Labels) {
 		t.Errorf("the console's selectors also select the daemon's pods")
 	}
+	// The daemon's Deployment, Service, PodDisruptionBudget and ServiceMonitor
+	// select by the daemon's labels: none may take the console's pod for a
+	// daemon.
+	dsvc := only[*corev1.Service](t, daemonOnly(r))
+	if selects(daemon.Spec.Selector, d.Spec.Template.Labels) ||
+		selects(&metav1.LabelSelector{MatchLabels: dsvc.Spec.Selector}, d.Spec.Template.Labels) {
+		t.Errorf("the daemon's selectors select the console's pod (labels %v)", d.Spec.Template.Labels)
+	}
 	spec, dspec := d.Spec.Template.Spec, daemon.Spec.Template.Spec
 	if len(spec.Containers) != 1 {
 		t.Fatalf("want one container, got %d", len(spec.Containers))
