@@ -117,3 +117,49 @@ func envSourceValue(d *appsv1.Deployment, name string) string {
 	}
 	return ""
 }
+
+// TestHelmConsole: console.enabled adds the console to the chart as the
+// kustomize component does: its own Deployment with the daemon's security
+// context and a ClusterIP Service, not selected by the daemon's selectors.
+func TestHelmConsole(t *testing.T) {
+	t.Parallel()
+	r, _ := renderChart(t, "console", map[string]any{"console": map[string]any{"enabled": true},
+		"secretKeys": map[string]any{"consoleToken": "console-token"}, "secrets": map[string]any{"consoleToken": "t0ken"}}, false)
+	con := consoleOnly(r)
+	d := only[*appsv1.Deployment](t, con)
+	svc := only[*corev1.Service](t, con)
+	daemon := only[*appsv1.Deployment](t, daemonOnly(r))
+	dsvc := only[*corev1.Service](t, daemonOnly(r))
+	if svc.Spec.Type != corev1.ServiceTypeClusterIP {
+		t.Errorf("console Service type %s, want ClusterIP", svc.Spec.Type)
+	}
+	if !selects(&metav1.LabelSelector{MatchLabels: svc.Spec.Selector}, d.Spec.Template.Labels) {
+		t.Errorf("console Service does not select the console pods")
+	}
+	if selects(daemon.Spec.Selector, d.Spec.Template.Labels) || selects(&metav1.LabelSelector{MatchLabels: dsvc.Spec.Selector}, d.Spec.Template.Labels) {
+		t.Errorf("the daemon's selectors select the console's pod")
+	}
+	spec, dspec := d.Spec.Template.Spec, daemon.Spec.Template.Spec
+	c := spec.Containers[0]
+	if diff := cmp.Diff(dspec.SecurityContext, spec.SecurityContext); diff != "" {
+		t.Errorf("pod securityContext differs from the daemon's:\n%s", diff)
+	}
+	if diff := cmp.Diff(dspec.Containers[0].SecurityContext, c.SecurityContext); diff != "" {
+		t.Errorf("container securityContext differs from the daemon's:\n%s", diff)
+	}
+	if strings.Join(c.Args, " ") != "console" || c.Image != dspec.Containers[0].Image {
+		t.Errorf("container runs %s %v, want %s console", c.Image, c.Args, dspec.Containers[0].Image)
+	}
+	pe, errs := resolvePodEnv(r, spec, c)
+	for _, err := range errs {
+		t.Error(err)
+	}
+	checkVariables(t, "helm console", pe.env)
+	if pe.env["DELAYBRIDGE_CONSOLE_ADDR"] != ":8081" || pe.files[pe.env["DELAYBRIDGE_CONSOLE_TOKEN_FILE"]] != "t0ken" {
+		t.Errorf("console env %v: want DELAYBRIDGE_CONSOLE_ADDR=:8081 and the token file mounted", pe.env)
+	}
+	off, _ := renderChart(t, "console-off", nil, false)
+	if n := len(consoleOnly(off).objects); n != 0 {
+		t.Errorf("console.enabled defaults to false, but %d console objects render", n)
+	}
+}
