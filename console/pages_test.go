@@ -180,3 +180,35 @@ func TestFindByEnvelopeIDShowsHeadersAndLastError(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestLoginPageAssetsHealthAndLogout(t *testing.T) {
+	f := newFixture(t, "s3cret-token")
+	res, body := f.do("GET", "/login", nil, nil)
+	wantStatus(t, res, body, http.StatusOK)
+	wantContains(t, body, `<form method="post" action="/login">`, `type="password" name="token"`)
+	for path, ctype := range map[string]string{"/static/console.js": "javascript", "/static/style.css": "text/css", "/static/favicon.svg": "image/svg+xml"} {
+		res, body := f.do("GET", path, nil, nil)
+		wantStatus(t, res, body, http.StatusOK)
+		if !strings.Contains(res.Header.Get("Content-Type"), ctype) || res.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: Content-Type %q, nosniff %q", path, res.Header.Get("Content-Type"), res.Header.Get("X-Content-Type-Options"))
+		}
+	}
+	res, body = f.do("GET", "/healthz", nil, nil)
+	wantStatus(t, res, body, http.StatusOK)
+	res, body = f.do("POST", "/logout", url.Values{}, nil)
+	wantStatus(t, res, body, http.StatusSeeOther)
+	if c := res.Cookies(); len(c) != 1 || c[0].MaxAge >= 0 {
+		t.Errorf("logout cookies %+v: want the session cookie expired", c)
+	}
+	res, body = f.do("GET", "/logout", nil, nil)
+	wantStatus(t, res, body, http.StatusMethodNotAllowed)
+}
+
+func TestSessionCookieIsSecureOverTLS(t *testing.T) {
+	f := newFixture(t, "s3cret-token")
+	res, body := f.do("POST", "https://example.com/login", url.Values{"token": {f.token}}, nil)
+	wantStatus(t, res, body, http.StatusSeeOther)
+	if c := res.Cookies(); len(c) != 1 || !c[0].Secure || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode {
+		t.Errorf("cookie over TLS %+v: want Secure, HttpOnly, SameSite=Strict", c)
+	}
+}
