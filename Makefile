@@ -11,7 +11,7 @@ COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: build test lint demo demo-kafka demo-intake services services-stop chaos fuzz bench bench-quick clean ldflags helm-sync
+.PHONY: build test lint chromium demo demo-kafka demo-intake services services-stop chaos fuzz bench bench-quick clean ldflags helm-sync
 
 # GOOS=linux GOARCH=arm64 make build cross-compiles (the release workflow).
 build:
@@ -56,7 +56,13 @@ lint:
 SUITES := e2e cluster chaos
 MODULE = $(shell $(GO) list -m)
 
-test: services lint
+# chromium: the console's browser test needs it (scripts/chromium.sh installs
+# Debian's package when missing; quiet when present). In CI (CI=true) the
+# test fails without it rather than skipping.
+chromium:
+	@scripts/chromium.sh
+
+test: services lint chromium
 	$(GO) test -race -timeout 20m $(filter-out $(addprefix $(MODULE)/,$(SUITES)),$(shell $(GO) list ./...))
 	$(GO) test -race -timeout 20m -p 1 $(addprefix ./,$(SUITES))
 	cd deploy && $(GO) test -timeout 15m ./...

@@ -41,6 +41,8 @@ type Config struct {
 	Ownership         string // "rendezvous" or "all"
 	HeartbeatInterval time.Duration
 	HeartbeatTTL      time.Duration
+
+	Console Console
 }
 
 // Redis is how to reach Redis.

@@ -65,6 +65,11 @@ type env struct {
 	Ownership         string `envconfig:"OWNERSHIP" default:"rendezvous" desc:"rendezvous: live replicas share the slots; all: every replica scans every slot"`
 	HeartbeatInterval string `envconfig:"HEARTBEAT_INTERVAL" default:"1s" desc:"how often a replica renews its heartbeat"`
 	HeartbeatTTL      string `envconfig:"HEARTBEAT_TTL" default:"5s" desc:"how long a replica counts as live after its last heartbeat"`
+
+	// The web console (delaybridge console).
+	ConsoleAddr         string `envconfig:"CONSOLE_ADDR" default:"127.0.0.1:8081" desc:"listen address of the web console (delaybridge console)"`
+	ConsoleToken        string `envconfig:"CONSOLE_TOKEN" secret:"true" desc:"token that unlocks the console's actions (pause, requeue, purge, cancel, reschedule); empty: the console is read-only"`
+	ConsoleSecureCookie string `envconfig:"CONSOLE_SECURE_COOKIE" default:"false" desc:"true: the console's session cookie is Secure even over plain HTTP (behind a TLS-terminating proxy)"`
 }
 
 // topicEnv is one topic's variables, DELAYBRIDGE_TOPIC_<NAME>_*.

@@ -58,6 +58,8 @@ func TestLoadDefaults(t *testing.T) {
 		Ownership:         "rendezvous",
 		HeartbeatInterval: time.Second,
 		HeartbeatTTL:      5 * time.Second,
+
+		Console: Console{Addr: "127.0.0.1:8081"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Load() mismatch (-want +got):\n%s", diff)
@@ -118,6 +120,9 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			"OWNERSHIP":               "all",
 			"HEARTBEAT_INTERVAL":      "2s",
 			"HEARTBEAT_TTL":           "10s",
+			"CONSOLE_ADDR":            ":9091",
+			"CONSOLE_TOKEN":           "console-token",
+			"CONSOLE_SECURE_COOKIE":   "true",
 
 			"TOPIC_ORDERS_SINK":              "kafka",
 			"TOPIC_ORDERS_SLOTS":             "16",
@@ -161,6 +166,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			PollInterval: 200 * time.Millisecond, ShutdownTimeout: 45 * time.Second,
 			HTTPAddr: "127.0.0.1:9090", LogLevel: "debug", LogFormat: "text",
 			ReplicaID: "pod-a", Ownership: "all", HeartbeatInterval: 2 * time.Second, HeartbeatTTL: 10 * time.Second,
+			Console: Console{Addr: ":9091", Token: "console-token", SecureCookie: true},
 		},
 	}, {
 		name: "cluster, kafka without TLS files, empty AMQP URL",
@@ -194,6 +200,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, PollInterval: time.Second, ShutdownTimeout: 20 * time.Second,
 			HTTPAddr: ":8080", LogLevel: "info", LogFormat: "json",
 			ReplicaID: defaultReplicaID(t), Ownership: "rendezvous", HeartbeatInterval: time.Second, HeartbeatTTL: 5 * time.Second,
+			Console: Console{Addr: "127.0.0.1:8081"},
 		},
 	}, {
 		name: "redis stream sink on a Redis of its own",
@@ -225,6 +232,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, PollInterval: time.Second, ShutdownTimeout: 20 * time.Second,
 			HTTPAddr: ":8080", LogLevel: "info", LogFormat: "json",
 			ReplicaID: defaultReplicaID(t), Ownership: "rendezvous", HeartbeatInterval: time.Second, HeartbeatTTL: 5 * time.Second,
+			Console: Console{Addr: "127.0.0.1:8081"},
 		},
 	}, {
 		name: "intakes from RabbitMQ and Kafka",
@@ -264,6 +272,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, PollInterval: time.Second, ShutdownTimeout: 20 * time.Second,
 			HTTPAddr: ":8080", LogLevel: "info", LogFormat: "json",
 			ReplicaID: defaultReplicaID(t), Ownership: "rendezvous", HeartbeatInterval: time.Second, HeartbeatTTL: 5 * time.Second,
+			Console: Console{Addr: "127.0.0.1:8081"},
 		},
 	}}
 

@@ -124,7 +124,7 @@ func TestSecretFileProblemsNameTheFileVariable(t *testing.T) {
 }
 
 func TestRedactedNeverShowsSecrets(t *testing.T) {
-	secrets := []string{"redis-url-pw", "redis-pw", "sentinel-pw", "amqp-url-pw", "sasl-pw"}
+	secrets := []string{"redis-url-pw", "redis-pw", "sentinel-pw", "amqp-url-pw", "sasl-pw", "console-tok"}
 	setEnv(t, map[string]string{
 		"TOPICS":                  "orders,order-events",
 		"REDIS_URL":               "redis://app:redis-url-pw@redis:6379/0",
@@ -137,6 +137,7 @@ func TestRedactedNeverShowsSecrets(t *testing.T) {
 		"KAFKA_SASL_MECHANISM":    "plain",
 		"KAFKA_SASL_USERNAME":     "app",
 		"KAFKA_SASL_PASSWORD":     "sasl-pw",
+		"CONSOLE_TOKEN":           "console-tok",
 	})
 	c, err := Load()
 	if err != nil {
@@ -166,6 +167,7 @@ func TestRedactedNeverShowsSecrets(t *testing.T) {
 		"REDIS_SENTINEL_PASSWORD":  "xxxxx",
 		"REDIS_SENTINEL_USERNAME":  "sentinel-user",
 		"KAFKA_SASL_PASSWORD":      "xxxxx",
+		"CONSOLE_TOKEN":            "xxxxx",
 		"AMQP_URL":                 "amqp://app:xxxxx@rabbit:5672/",
 		"BATCH_SIZE":               "500",
 		"TOPICS":                   "orders,order-events",

@@ -7,6 +7,7 @@ replace github.com/delaybridge/delaybridge => ../
 require (
 	github.com/compose-spec/compose-go/v2 v2.16.2
 	github.com/delaybridge/delaybridge v0.0.0-00010101000000-000000000000
+	github.com/google/go-cmp v0.7.0
 	github.com/moby/patternmatcher v0.6.0
 	github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.94.1
 	github.com/prometheus/client_golang v1.25.0

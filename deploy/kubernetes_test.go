@@ -155,6 +155,7 @@ func TestDeployment(t *testing.T) {
 	// Not parallel: loadConfig sets the process environment.
 	uid := dockerfileUID(t)
 	for _, r := range renderAll(t) {
+		r := daemonOnly(r) // components/console is checked by TestConsoleComponent
 		t.Run(strings.ReplaceAll(r.name, "/", "_"), func(t *testing.T) {
 			d := only[*appsv1.Deployment](t, r)
 			checkDeployment(t, r, d, uid, 3)

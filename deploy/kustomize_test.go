@@ -225,6 +225,10 @@ func TestStrictDecodingRejectsMistakes(t *testing.T) {
 func TestKustomizationsRenderStrictly(t *testing.T) {
 	t.Parallel()
 	for _, r := range renderAll(t) {
+		if strings.HasSuffix(r.name, "components/console") && len(consoleOnly(r).objects) != 3 {
+			t.Errorf("%s: want the console's Deployment, Service and Secret, got %d objects", r.name, len(consoleOnly(r).objects))
+		}
+		r := daemonOnly(r) // components/console is checked by TestConsoleComponent
 		if len(r.objects) == 0 {
 			t.Errorf("%s rendered no objects", r.name)
 		}
@@ -240,10 +244,10 @@ func TestKustomizationsRenderStrictly(t *testing.T) {
 		if kinds["ConfigMap"] != 2 {
 			t.Errorf("%s: want two ConfigMaps (the settings and the Grafana dashboard), got %d", r.name, kinds["ConfigMap"])
 		}
-		if strings.HasPrefix(r.name, "base+") && kinds["ServiceMonitor"] != 1 {
+		if strings.HasSuffix(r.name, "components/prometheus-operator") && kinds["ServiceMonitor"] != 1 {
 			t.Errorf("%s: want one ServiceMonitor, got %d", r.name, kinds["ServiceMonitor"])
 		}
-		if !strings.HasPrefix(r.name, "base+") && kinds["ServiceMonitor"] != 0 {
+		if !strings.HasSuffix(r.name, "components/prometheus-operator") && kinds["ServiceMonitor"] != 0 {
 			t.Errorf("%s: the ServiceMonitor must stay optional (a cluster without the Prometheus Operator rejects it)", r.name)
 		}
 	}

@@ -22,6 +22,19 @@ app.kubernetes.io/name: {{ include "delaybridge.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{- define "delaybridge.consoleSelectorLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-console" (include "delaybridge.name" .) }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: console
+{{- end -}}
+
+{{- define "delaybridge.consoleLabels" -}}
+{{ include "delaybridge.consoleSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end -}}
+
 {{- define "delaybridge.labels" -}}
 {{ include "delaybridge.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
@@ -105,4 +118,5 @@ redisSentinelPassword: REDIS_SENTINEL_PASSWORD
 amqpUrl: AMQP_URL
 kafkaSaslPassword: KAFKA_SASL_PASSWORD
 sinkRedisUrl: SINK_REDIS_URL
+consoleToken: CONSOLE_TOKEN
 {{- end -}}

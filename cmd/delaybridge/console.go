@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/delaybridge/delaybridge/console"
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+const consoleUsage = `usage: delaybridge console
+
+Serves the web console on DELAYBRIDGE_CONSOLE_ADDR (default 127.0.0.1:8081):
+every topic's backlog, slots, messages and the replicas, refreshing by
+itself; and, with DELAYBRIDGE_CONSOLE_TOKEN set, the actions of the CLI
+(pause, resume, requeue, purge, cancel, reschedule), each confirmed first.
+Without a token the console is read-only. It reads the same DELAYBRIDGE_*
+variables as the other commands: topics from DELAYBRIDGE_TOPICS, else those
+the daemon registered in Redis.
+
+Examples:
+  DELAYBRIDGE_CONSOLE_TOKEN_FILE=/run/secrets/console delaybridge console
+`
+
+// runConsole is `delaybridge console`.
+func runConsole(ctx context.Context, args []string, s stdio) int {
+	fs := newFlags("console", consoleUsage, s)
+	pos, code, ok := parseFlags(fs, args, s)
+	if !ok {
+		return code
+	}
+	if len(pos) != 0 {
+		return badUsage(fs, s, "console takes no arguments")
+	}
+	c, code := openCLI("console", s)
+	if c == nil {
+		return code
+	}
+	defer c.close()
+	log := newLogger(c.cfg, s)
+	layouts := make([]queue.Layout, len(c.cfg.Topics))
+	for i, t := range c.cfg.Topics {
+		layouts[i] = layoutOf(c.cfg.KeyPrefix, t)
+	}
+	srv, err := console.New(console.Options{Queue: c.q, Prefix: c.cfg.KeyPrefix, Configured: layouts,
+		Token: c.cfg.Console.Token, SecureCookie: c.cfg.Console.SecureCookie,
+		OwnershipAll: c.cfg.Ownership == "all", Log: log})
+	if err != nil {
+		return c.fail(err)
+	}
+	ln, err := net.Listen("tcp", c.cfg.Console.Addr)
+	if err != nil {
+		return c.fail(fmt.Errorf("listen on %s: %w", c.cfg.Console.Addr, err))
+	}
+	log.Info("console listening", "addr", ln.Addr().String(), "read_only", c.cfg.Console.Token == "")
+	if err := srv.Serve(ctx, ln); err != nil {
+		return c.fail(err)
+	}
+	return exitOK
+}

@@ -1,0 +1,115 @@
+package console
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// Options configure a console.
+type Options struct {
+	Queue *queue.Queue
+	// Prefix is the key prefix (DELAYBRIDGE_KEY_PREFIX).
+	Prefix string
+	// Configured are the topics of DELAYBRIDGE_TOPICS, checked against the
+	// registry; when empty the console shows every registered topic.
+	Configured []queue.Layout
+	// Token unlocks the actions; empty makes the console read-only.
+	Token string
+	// SecureCookie marks the session cookie Secure over plain HTTP too (a
+	// TLS proxy in front); it is always Secure over TLS.
+	SecureCookie bool
+	// OwnershipAll: every replica scans every slot (DELAYBRIDGE_OWNERSHIP=all).
+	OwnershipAll bool
+	// Refresh is how often the overview refreshes itself; 0 means 3s.
+	Refresh time.Duration
+	Log     *slog.Logger
+}
+
+// Server is the console's HTTP handler.
+type Server struct {
+	opts    Options
+	pages   map[string]*pageTemplate
+	cursors *cursorStore
+	handler http.Handler
+}
+
+// redisTimeout bounds the Redis calls of one request.
+const redisTimeout = 5 * time.Second
+
+// New builds a console.
+func New(opts Options) (*Server, error) {
+	if opts.Queue == nil {
+		return nil, errors.New("console: no queue")
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Refresh <= 0 {
+		opts.Refresh = 3 * time.Second
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, pages: pages, cursors: newCursorStore(10000)}
+	s.handler = s.secure(s.routes())
+	return s, nil
+}
+
+func (s *Server) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(assets, "static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /{$}", s.overviewPage)
+	mux.HandleFunc("GET /overview/live", s.overviewLive)
+	mux.HandleFunc("GET /api/overview", s.overviewJSON)
+	mux.HandleFunc("GET /topics/{topic}", s.topicPage)
+	mux.HandleFunc("GET /topics/{topic}/find", s.findMessage)
+	mux.HandleFunc("GET /topics/{topic}/messages/{slot}/{mid}", s.messagePage)
+	mux.HandleFunc("GET /login", s.loginPage)
+	mux.HandleFunc("POST /login", s.login)
+	mux.HandleFunc("POST /logout", s.logout)
+	for name, a := range s.actions() {
+		mux.Handle("POST /topics/{topic}/"+name, s.action(name, a))
+	}
+	return mux
+}
+
+// ServeHTTP serves the console.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Serve serves the console on ln until ctx ends, then shuts down within
+// five seconds.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn)}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	err := srv.Serve(ln)
+	cancel()
+	<-done
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("serve console: %w", err)
+}
