@@ -32,16 +32,15 @@ func runCancel(ctx context.Context, args []string, s stdio) int {
 	if len(pos) != 1+boolInt(*id == "") {
 		return badUsage(fs, s, "want TOPIC and either --id or MEMBER")
 	}
-	c, code := openCLI("cancel", s)
+	c, t, code := openTopic(fs, s, pos[0])
 	if c == nil {
 		return code
 	}
 	defer c.close()
-	t, err := c.topic(pos[0])
-	if err != nil {
-		return badUsage(fs, s, "%v", err)
-	}
-	var cancelled bool
+	var (
+		cancelled bool
+		err       error
+	)
 	what := "id " + *id
 	if *id != "" {
 		cancelled, err = c.q.CancelID(ctx, t, *id)

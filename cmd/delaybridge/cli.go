@@ -56,6 +56,26 @@ func openCLI(name string, s stdio) (*cli, int) {
 
 func (c *cli) close() { c.rdb.Close() }
 
+// openTopic is openCLI for a command about one topic, and that topic. On
+// failure it has printed why and returns the exit code: 2 for a topic that
+// is unknown or disagrees with the registry (the command line is wrong), 1
+// when Redis could not tell.
+func openTopic(fs *flag.FlagSet, s stdio, name string) (*cli, queue.Topic, int) {
+	c, code := openCLI(fs.Name(), s)
+	if c == nil {
+		return nil, queue.Topic{}, code
+	}
+	t, err := c.topic(name)
+	if err != nil {
+		c.close()
+		if errors.Is(err, queue.ErrUnknownTopic) || errors.Is(err, queue.ErrLayoutMismatch) {
+			return nil, queue.Topic{}, badUsage(fs, s, "%v", err)
+		}
+		return nil, queue.Topic{}, c.fail(err)
+	}
+	return c, t, exitOK
+}
+
 // topic finds a topic by name: configured (and agreeing with the
 // registry), or registered by the daemon.
 func (c *cli) topic(name string) (queue.Topic, error) { return c.topicFromRegistry(name) }

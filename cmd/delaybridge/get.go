@@ -42,16 +42,15 @@ func runGet(ctx context.Context, args []string, s stdio) int {
 	case (*id == "") == (*file == ""):
 		return badUsage(fs, s, "give --id or --member-file (one of them)")
 	}
-	c, code := openCLI("get", s)
+	c, t, code := openTopic(fs, s, pos[0])
 	if c == nil {
 		return code
 	}
 	defer c.close()
-	t, err := c.topic(pos[0])
-	if err != nil {
-		return badUsage(fs, s, "%v", err)
-	}
-	var e queue.Entry
+	var (
+		e   queue.Entry
+		err error
+	)
 	if *id != "" {
 		e, err = c.q.InspectID(ctx, t, *id)
 	} else {

@@ -65,15 +65,11 @@ func runLs(ctx context.Context, args []string, s stdio) int {
 		}
 		opt.DueBefore = t
 	}
-	c, code := openCLI("ls", s)
+	c, t, code := openTopic(fs, s, pos[0])
 	if c == nil {
 		return code
 	}
 	defer c.close()
-	t, err := c.topic(pos[0])
-	if err != nil {
-		return badUsage(fs, s, "%v", err)
-	}
 	page, err := c.q.List(ctx, t, opt)
 	if err != nil {
 		if errors.Is(err, queue.ErrBadCursor) {

@@ -33,15 +33,11 @@ func runPause(ctx context.Context, args []string, s stdio) int {
 	if len(pos) != 1 {
 		return badUsage(fs, s, "want exactly one TOPIC")
 	}
-	c, code := openCLI("pause", s)
+	c, t, code := openTopic(fs, s, pos[0])
 	if c == nil {
 		return code
 	}
 	defer c.close()
-	t, err := c.topic(pos[0])
-	if err != nil {
-		return badUsage(fs, s, "%v", err)
-	}
 	if err := c.q.Pause(ctx, t, *reason); err != nil {
 		return c.fail(err)
 	}
@@ -64,15 +60,11 @@ func runResume(ctx context.Context, args []string, s stdio) int {
 	if len(pos) != 1 {
 		return badUsage(fs, s, "want exactly one TOPIC")
 	}
-	c, code := openCLI("resume", s)
+	c, t, code := openTopic(fs, s, pos[0])
 	if c == nil {
 		return code
 	}
 	defer c.close()
-	t, err := c.topic(pos[0])
-	if err != nil {
-		return badUsage(fs, s, "%v", err)
-	}
 	n, err := c.q.Resume(ctx, t)
 	if err != nil {
 		return c.fail(err)

@@ -95,8 +95,8 @@ func (c *cli) topicFromRegistry(name string) (queue.Topic, error) {
 	}
 	t, err := c.q.Topic(ctx, c.cfg.KeyPrefix, name)
 	if errors.Is(err, queue.ErrUnknownTopic) {
-		return queue.Topic{}, fmt.Errorf("unknown topic %q: not in DELAYBRIDGE_TOPICS nor registered in %s (registered: %s)",
-			name, queue.TopicsKey(c.cfg.KeyPrefix), c.registeredNames(ctx))
+		return queue.Topic{}, fmt.Errorf("unknown topic %q: not in DELAYBRIDGE_TOPICS nor registered in %s (registered: %s): %w",
+			name, queue.TopicsKey(c.cfg.KeyPrefix), c.registeredNames(ctx), err)
 	}
 	return t, err
 }

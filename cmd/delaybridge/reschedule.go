@@ -42,15 +42,11 @@ func runReschedule(ctx context.Context, args []string, s stdio) int {
 	if !given {
 		return badUsage(fs, s, "give the new time with --at or --in")
 	}
-	c, code := openCLI("reschedule", s)
+	c, t, code := openTopic(fs, s, pos[0])
 	if c == nil {
 		return code
 	}
 	defer c.close()
-	t, err := c.topic(pos[0])
-	if err != nil {
-		return badUsage(fs, s, "%v", err)
-	}
 	ref := queue.ByID(*id)
 	if *id == "" {
 		member, err := readInput(s, pos[1], true)

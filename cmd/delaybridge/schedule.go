@@ -58,15 +58,11 @@ func runSchedule(ctx context.Context, args []string, s stdio) int {
 	if (len(pos) < 2 || pos[1] == "-") && readsTerminal(s.in) {
 		return badUsage(fs, s, "no BODY given and standard input is a terminal: pass the body as an argument or pipe it (echo '{...}' | delaybridge schedule %s)", pos[0])
 	}
-	c, code := openCLI("schedule", s)
+	c, t, code := openTopic(fs, s, pos[0])
 	if c == nil {
 		return code
 	}
 	defer c.close()
-	t, err := c.topic(pos[0])
-	if err != nil {
-		return badUsage(fs, s, "%v", err)
-	}
 	body, err := readInput(s, argOr(pos, 1), len(pos) == 2)
 	if err != nil {
 		return c.fail(err)
