@@ -12,24 +12,27 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/delaybridge/delaybridge/console"
+	"github.com/delaybridge/delaybridge/internal/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
 func slogDiscard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // TestBrowserPauseResumeAndRequeue drives the console in chromium against
-// a real Redis, an in-process forwarder and RabbitMQ: the operator sees
+// a real Redis, an in-process forwarder and RabbitMQ: a message RabbitMQ
+// refuses (its queue does not exist yet) is dead-lettered; the operator sees
 // scheduled messages, opens one, pauses the topic (the forwarder stops
-// claiming), resumes it (the message arrives) and requeues a dead message
-// (it arrives too). Any JavaScript error fails the test.
+// claiming), resumes it (the message arrives) and, with the queue created,
+// requeues the dead message (it arrives too). Any JavaScript error fails the
+// test.
 func TestBrowserPauseResumeAndRequeue(t *testing.T) {
 	needChromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	f := newFixture(t, "browser-token")
-	cons := newConsumer(t)
 	// orders goes to the consumer's queue through the default exchange.
-	l := queue.Layout{Version: queue.LayoutVersion, Name: "orders", Slots: 2, Format: queue.FormatRaw, Sink: "amqp", RoutingKey: cons.name}
+	qname := "console-test-" + redistest.Suffix()
+	l := queue.Layout{Version: queue.LayoutVersion, Name: "orders", Slots: 2, Format: queue.FormatRaw, Sink: "amqp", RoutingKey: qname}
 	srv, err := console.New(console.Options{Queue: f.q, Prefix: f.prefix, Token: f.token, Configured: []queue.Layout{l}, Refresh: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -37,10 +40,21 @@ func TestBrowserPauseResumeAndRequeue(t *testing.T) {
 	web := httptest.NewServer(srv)
 	defer web.Close()
 
-	poison := f.kill(f.orders, `{"order":7,"note":"<script>alert(1)</script>"}`)
+	// The queue does not exist yet: RabbitMQ returns the message unroutable,
+	// and with MaxAttempts 1 that refusal dead-letters it.
+	startForwarder(t, f.q, f.prefix, f.orders, qname)
+	poison := f.schedule(f.orders, `{"order":7,"note":"<script>alert(1)</script>"}`, 0)
+	var dead queue.Entry
+	waitFor(t, 15*time.Second, "RabbitMQ's refusal to dead-letter the message", func() bool {
+		dead, err = f.q.Inspect(ctx, f.orders, []byte(poison.Member))
+		return err == nil && dead.State == "dead"
+	})
+	if !contains(dead.LastError, "NO_ROUTE") {
+		t.Fatalf("dead for %q, want RabbitMQ's NO_ROUTE", dead.LastError)
+	}
+	cons := newConsumer(t, qname)
 	f.schedule(f.orders, "later-1", time.Hour)
 	f.schedule(f.orders, `{"order":42,"event":"payment-timeout"}`, 2*time.Hour)
-	startForwarder(t, f.q, f.prefix, f.orders, cons.name)
 
 	b, jsErrors := browser(t, ctx)
 	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {

@@ -16,7 +16,6 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/delaybridge/delaybridge/forwarder"
-	"github.com/delaybridge/delaybridge/internal/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/sinks/amqp"
 )
@@ -52,7 +51,7 @@ type consumer struct {
 	got  []string
 }
 
-func newConsumer(t *testing.T) *consumer {
+func newConsumer(t *testing.T, name string) *consumer {
 	t.Helper()
 	conn, err := amqp091.Dial(amqpURL())
 	if err != nil {
@@ -63,7 +62,7 @@ func newConsumer(t *testing.T) *consumer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := ch.QueueDeclare("console-test-"+redistest.Suffix(), false, true, true, false, nil)
+	q, err := ch.QueueDeclare(name, false, true, true, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
