@@ -352,6 +352,7 @@ func runIntakeDelay(ctx context.Context, e *env) (Scenario, error) {
 	w.end(ctx, &r)
 	stop()
 	var late []float64
+	earliest := 0.0
 	for i, at := range tr.recv {
 		if at == 0 {
 			r.Lost++
@@ -360,6 +361,7 @@ func runIntakeDelay(ctx context.Context, e *env) (Scenario, error) {
 		l := at - (pubNs[i] + delayMs[i]*int64(time.Millisecond))
 		if l < 0 {
 			r.Early++
+			earliest = min(earliest, float64(l)/1e6)
 		}
 		late = append(late, float64(l)/1e6)
 	}
@@ -369,6 +371,9 @@ func runIntakeDelay(ctx context.Context, e *env) (Scenario, error) {
 	r.Ratio = ratio(r.Throughput, r.Ceiling)
 	if !all {
 		r.Notes = append(r.Notes, fmt.Sprintf("only %d of %d arrived", len(late), n))
+	}
+	if r.Early > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d early, the earliest by %.3f ms (x-delay counts from Redis's time in whole milliseconds)", r.Early, -earliest))
 	}
 	r.Notes = append(r.Notes, "throughput: messages received over the publishing span; lateness: receipt − (publish + x-delay)")
 	r.Notes = append(r.Notes, d.failures()...)
