@@ -63,6 +63,7 @@ type sizes struct {
 	idleSlots   int
 	idleFor     time.Duration
 	kafkaBurst  int
+	intake      int // messages waiting in the intake queue
 }
 
 var fullSizes = sizes{
@@ -71,6 +72,7 @@ var fullSizes = sizes{
 	backlogFar: 1_000_000,
 	idleSlots:  64, idleFor: 10 * time.Second,
 	kafkaBurst: 100_000,
+	intake:     100_000,
 }
 
 var quickSizes = sizes{
@@ -79,6 +81,7 @@ var quickSizes = sizes{
 	backlogFar: 50_000,
 	idleSlots:  64, idleFor: 3 * time.Second,
 	kafkaBurst: 10_000,
+	intake:     20_000,
 }
 
 // envFlag collects repeated -daemon-env NAME=VALUE flags.
@@ -99,7 +102,7 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "shrink every scenario to finish in under a minute")
 	flag.StringVar(&o.out, "out", "", "write the results as JSON to this file")
-	flag.StringVar(&o.run, "run", "steady,burst,backlog,idle,kafka-burst", "comma list of scenarios to run")
+	flag.StringVar(&o.run, "run", "steady,burst,backlog,idle,kafka-burst", "comma list of scenarios to run (also: intake, intake-delay, raw-rabbitmq)")
 	flag.StringVar(&o.bin, "bin", "bin/delaybridge", "the daemon binary (make build)")
 	flag.StringVar(&o.devkafka, "devkafka", "bin/devkafka", "the local Kafka broker binary (make build)")
 	flag.StringVar(&o.redisURL, "redis", envOr("DELAYBRIDGE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis URL")
@@ -176,7 +179,10 @@ var scenarios = []struct {
 	{"backlog", runBacklog},
 	{"idle", runIdle},
 	{"kafka-burst", runKafkaBurst},
-	// Not run by default: the raw ceiling alone, to study it.
+	// Not run by default: the intake's scenarios (about 3 more minutes
+	// at full size on the 2-core VM), and the raw ceiling alone, to study it.
+	{"intake", runIntake},
+	{"intake-delay", runIntakeDelay},
 	{"raw-rabbitmq", runRawRabbit},
 }
 

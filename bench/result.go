@@ -167,7 +167,7 @@ func printMarkdown(w io.Writer, path string) error {
 			continue
 		}
 		late := "–"
-		if r.Messages > 0 {
+		if r.Messages > 0 && r.Lateness != (Lateness{}) { // intake measures no lateness
 			late = fmt.Sprintf("%.1f / %.1f / %.1f / %.1f", r.Lateness.P50, r.Lateness.P99, r.Lateness.P999, r.Lateness.Max)
 		}
 		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.2f | %s | %d | %d | %.2f | %.1f | %.0f (%.0f) |\n",
