@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -122,16 +123,44 @@ func (a *AMQP) session(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("consume %s: %w", a.cfg.Queue, err)
 	}
 	a.log.Info("intake consuming", "prefetch", a.cfg.Prefetch)
-	lagCtx, cancelLag := context.WithCancel(ctx)
+	// The session's helpers (the lag watch, the delivery relay) end with it.
+	sctx, endSession := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		a.watchLag(lagCtx, conn)
-	}()
+	wg.Go(func() { a.watchLag(sctx, conn) })
 	defer wg.Wait()
-	defer cancelLag()
-	return true, a.consume(ctx, deliveries)
+	defer endSession()
+	return true, a.consume(ctx, buffer(sctx, deliveries, a.cfg.Prefetch, &wg))
+}
+
+// buffer relays deliveries into a channel that holds up to n of them, so
+// take finds a batch waiting: amqp091's own channel is unbuffered, and read
+// straight from it a batch is one or two deliveries, one Redis round trip
+// each. The relay ends when deliveries close or ctx ends (the session's
+// end: deliveries not taken by then go back to the queue with the
+// connection), and closes the channel it returns; wg waits for it.
+func buffer(ctx context.Context, deliveries <-chan amqp091.Delivery, n int, wg *sync.WaitGroup) <-chan amqp091.Delivery {
+	out := make(chan amqp091.Delivery, n)
+	wg.Go(func() {
+		defer close(out)
+		for {
+			var d amqp091.Delivery
+			var ok bool
+			select {
+			case d, ok = <-deliveries:
+				if !ok {
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case out <- d:
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	return out
 }
 
 func (a *AMQP) dial(ctx context.Context) (*amqp091.Connection, error) {
@@ -213,6 +242,13 @@ func (a *AMQP) handle(ctx context.Context, batch []amqp091.Delivery) (failed, er
 	}
 	a.metrics.Received.WithLabelValues(a.target.Topic.Name).Add(float64(len(batch)))
 	errs := a.sched.put(ctx, items)
+	if !slices.ContainsFunc(errs, func(e error) bool { return e != nil }) {
+		// Every delivery before the batch's last is settled: one ack for all.
+		if err := batch[len(batch)-1].Ack(true); err != nil {
+			return nil, fmt.Errorf("ack: %w", err)
+		}
+		return nil, nil
+	}
 	for i, d := range batch {
 		if errs[i] == nil {
 			if err := d.Ack(false); err != nil {
