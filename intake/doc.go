@@ -14,7 +14,9 @@
 //   - Nothing doubles. Every message has a stable id (the AMQP message id,
 //     Kafka's x-delaybridge-id header, else one derived from the message or
 //     its offset), and scheduling an existing id replaces it, so a delivery
-//     redelivered after a crash or a lost ack is scheduled once.
+//     redelivered after a crash or a lost ack is scheduled once. One that
+//     comes back after its first copy fell due is published again, with the
+//     same id: the at-least-once of a crash.
 //   - The message is delivered as it was sent: body byte for byte, routing
 //     key (or record key), headers and AMQP properties, minus the headers
 //     that asked for the delay.

@@ -12,8 +12,8 @@ type Delivery struct {
 	Due     int64  // x-delaybridge-due, Unix ms
 	Attempt int64  // x-delaybridge-attempt
 	Key     string // Kafka record key, AMQP routing key
-	// Headers are the Kafka record's headers (the AMQP consumer, which
-	// chaos/ times, does not copy them).
+	// Headers are the Kafka record's headers, or the AMQP delivery's
+	// headers other than delaybridge's own x-delaybridge-*, as text.
 	Headers map[string]string
 	// At is the earliest time known that the broker had the message: the
 	// consumer's receive time (AMQP) or the record's timestamp, set by the

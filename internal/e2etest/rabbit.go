@@ -1,6 +1,7 @@
 package e2etest
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -122,6 +123,7 @@ func (r *Rabbit) Consume(tb testing.TB) {
 			d := Delivery{Body: m.Body, ID: m.MessageId, Key: m.RoutingKey, At: time.Now()}
 			d.Due = toInt64(m.Headers[sinks.HeaderDue])
 			d.Attempt = toInt64(m.Headers[sinks.HeaderAttempt])
+			d.Headers = otherHeaders(m.Headers)
 			r.add(d)
 			if !r.transient {
 				_ = m.Ack(false)
@@ -132,6 +134,22 @@ func (r *Rabbit) Consume(tb testing.TB) {
 		_ = ch.Close()
 		<-done
 	})
+}
+
+// otherHeaders are the headers of a delivery that are not delaybridge's
+// own, as text (nil when there are none, as for most scenarios' messages).
+func otherHeaders(h amqp.Table) map[string]string {
+	var out map[string]string
+	for k, v := range h {
+		if strings.HasPrefix(k, "x-delaybridge-") {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = fmt.Sprint(v)
+	}
+	return out
 }
 
 func toInt64(v any) int64 {
