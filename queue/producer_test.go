@@ -48,9 +48,10 @@ func TestScheduleInCountsFromRedisTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 90.0005 s rounds up to 90001 ms: never early.
-	if r.Score < before+90_001 || r.Score > after+90_001 {
-		t.Errorf("score %v outside [%v, %v]", r.Score, before+90_001, after+90_001)
+	// 90.0005 s rounds up to 90001 ms, and TIME, read to the millisecond,
+	// rounds up too: never early, at most a millisecond later.
+	if r.Score < before+90_001 || r.Score > after+90_002 {
+		t.Errorf("score %v outside [%v, %v]", r.Score, before+90_001, after+90_002)
 	}
 	if s, _ := f.zscore(f.tp.Keys(0).Scheduled, "m"); s != r.Score {
 		t.Errorf("stored %v, receipt %v", s, r.Score)
@@ -342,6 +343,29 @@ func TestEvalAllLoadsAScriptRedisDoesNotKnow(t *testing.T) {
 	for i, want := range []string{"ak1", "bk2"} {
 		if got, err := cmds[i].Text(); err != nil || got != want {
 			t.Errorf("call %d = %q, %v; want %q", i, got, err, want)
+		}
+	}
+}
+
+// TestInIsNeverShorterThanItsDelay schedules In(1s) many times and checks
+// each score against Redis's TIME, to the microsecond, read just before:
+// counted from TIME rounded down to the millisecond, a delay would fall due
+// up to a millisecond early.
+func TestInIsNeverShorterThanItsDelay(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, FormatRaw, 1)
+	const delay = time.Second
+	for i := range 200 {
+		before, err := f.rdb.Time(f.ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := f.q.ScheduleMember(f.ctx, f.tp, []byte(fmt.Sprintf("m%d", i)), In(delay))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if earliest := float64(before.Add(delay).UnixMicro()) / 1000; r.Score < earliest {
+			t.Fatalf("In(%v) scheduled at %.3f ms, before TIME+delay %.3f ms", delay, r.Score, earliest)
 		}
 	}
 }

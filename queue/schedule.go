@@ -12,14 +12,19 @@ import (
 // in the same call, so a scanner sleeping until a later message looks again.
 
 // scoreLua defines score_of(mode, value), the score (a string) of a due time:
-// "at" takes the score as given, "in" adds a delay to Redis's TIME. A score
+// "at" takes the score as given, "in" adds a delay to Redis's TIME, rounded
+// up to the next millisecond when the delay is not zero: "now" is TIME
+// rounded down, and a delay counted from it would fall due up to a
+// millisecond before the delay had passed. A score
 // past 2^53 ms cannot be held exactly, one before 1970 cannot be honoured:
 // both return nil and the bad score. wake(channel, prefix, score) publishes a
 // wake-up unless channel is "". Needs nowLua.
 const scoreLua = `
 local function score_of(mode, value)
   if mode == 'in' then
-    local s = now + tonumber(value)
+    local d = tonumber(value)
+    local s = now + d
+    if d > 0 and tonumber(t[2]) % 1000 > 0 then s = s + 1 end
     if s < 0 or s > 9007199254740992 then
       return nil, string.format('%.0f', s)
     end
