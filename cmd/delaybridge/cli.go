@@ -57,9 +57,7 @@ func openCLI(name string, s stdio) (*cli, int) {
 func (c *cli) close() { c.rdb.Close() }
 
 // openTopic is openCLI for a command about one topic, and that topic. On
-// failure it has printed why and returns the exit code: 2 for a topic that
-// is unknown or disagrees with the registry (the command line is wrong), 1
-// when Redis could not tell.
+// failure it has printed why and returns the exit code (see topicFailed).
 func openTopic(fs *flag.FlagSet, s stdio, name string) (*cli, queue.Topic, int) {
 	c, code := openCLI(fs.Name(), s)
 	if c == nil {
@@ -67,13 +65,34 @@ func openTopic(fs *flag.FlagSet, s stdio, name string) (*cli, queue.Topic, int) 
 	}
 	t, err := c.topic(name)
 	if err != nil {
-		c.close()
-		if errors.Is(err, queue.ErrUnknownTopic) || errors.Is(err, queue.ErrLayoutMismatch) {
-			return nil, queue.Topic{}, badUsage(fs, s, "%v", err)
-		}
-		return nil, queue.Topic{}, c.fail(err)
+		return nil, queue.Topic{}, c.topicFailed(fs, err)
 	}
 	return c, t, exitOK
+}
+
+// openTopics is openTopic for the named topics, or every configured (else
+// registered) one when none is named.
+func openTopics(fs *flag.FlagSet, s stdio, names []string) (*cli, []queue.Topic, int) {
+	c, code := openCLI(fs.Name(), s)
+	if c == nil {
+		return nil, nil, code
+	}
+	ts, err := c.topics(names)
+	if err != nil {
+		return nil, nil, c.topicFailed(fs, err)
+	}
+	return c, ts, exitOK
+}
+
+// topicFailed closes c and prints why a topic could not be resolved: exit 2
+// for a topic that is unknown or disagrees with the registry (the command
+// line is wrong), 1 when Redis could not tell.
+func (c *cli) topicFailed(fs *flag.FlagSet, err error) int {
+	c.close()
+	if errors.Is(err, queue.ErrUnknownTopic) || errors.Is(err, queue.ErrLayoutMismatch) {
+		return badUsage(fs, c.s, "%v", err)
+	}
+	return c.fail(err)
 }
 
 // topic finds a topic by name: configured (and agreeing with the

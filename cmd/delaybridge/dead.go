@@ -85,19 +85,18 @@ func runDeadList(ctx context.Context, args []string, s stdio) int {
 	if !ok {
 		return code
 	}
-	c, code := openCLI("dead list", s)
+	c, topics, code := openTopics(fs, s, names)
 	if c == nil {
 		return code
 	}
 	defer c.close()
-	topics, err := c.topics(names)
-	if err != nil {
-		return badUsage(fs, s, "%v", err)
-	}
 	var shown []queue.DeadMessage
 	counts := map[string]int64{}
 	for _, t := range topics {
-		var dead []queue.DeadMessage
+		var (
+			dead []queue.DeadMessage
+			err  error
+		)
 		if *id != "" {
 			dead, err = c.q.DeadFind(ctx, t, queue.ByID(*id))
 			if err == nil && *limit > 0 && len(dead) > *limit {
@@ -163,15 +162,11 @@ func runDeadRepair(ctx context.Context, verb string, args []string, s stdio) int
 	if !*all && len(names) != 1 {
 		return badUsage(fs, s, "--id and --member need exactly one TOPIC")
 	}
-	c, code := openCLI("dead "+verb, s)
+	c, topics, code := openTopics(fs, s, names)
 	if c == nil {
 		return code
 	}
 	defer c.close()
-	topics, err := c.topics(names)
-	if err != nil {
-		return badUsage(fs, s, "%v", err)
-	}
 	ref := queue.Ref{ID: *id, All: *all}
 	if memberSet {
 		m, err := readInput(s, *member, true)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,11 +43,7 @@ func buildIntakes(cfg config.Config, q *queue.Queue, reg prometheus.Registerer, 
 func newIntake(cfg config.Config, t config.Topic, target intake.Target, q *queue.Queue, m *intake.Metrics, log *slog.Logger) (intakeRunner, error) {
 	switch t.Intake {
 	case "amqp":
-		host := ""
-		if u, err := url.Parse(cfg.AMQP.URL); err == nil {
-			host = u.Hostname()
-		}
-		tlsCfg, err := cfg.AMQP.TLS.Config(host)
+		tlsCfg, err := amqpTLS(cfg)
 		if err != nil {
 			return nil, err
 		}

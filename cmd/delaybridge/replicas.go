@@ -33,15 +33,11 @@ func runReplicas(ctx context.Context, args []string, s stdio) int {
 	if !ok {
 		return code
 	}
-	c, code := openCLI("replicas", s)
+	c, topics, code := openTopics(fs, s, names)
 	if c == nil {
 		return code
 	}
 	defer c.close()
-	topics, err := c.topics(names)
-	if err != nil {
-		return badUsage(fs, s, "%v", err)
-	}
 	set, err := c.q.Replicas(ctx, c.cfg.KeyPrefix)
 	if err != nil {
 		return c.fail(err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,11 +42,7 @@ func newSink(cfg config.Config, t config.Topic, log *slog.Logger) (sinks.Sink, e
 	log = log.With("topic", t.Name)
 	switch t.Sink {
 	case "amqp":
-		host := ""
-		if u, err := url.Parse(cfg.AMQP.URL); err == nil {
-			host = u.Hostname()
-		}
-		tlsCfg, err := cfg.AMQP.TLS.Config(host)
+		tlsCfg, err := amqpTLS(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -88,4 +85,14 @@ func newSink(cfg config.Config, t config.Topic, log *slog.Logger) (sinks.Sink, e
 	default:
 		return nil, errors.New("unknown sink " + t.Sink)
 	}
+}
+
+// amqpTLS is the TLS configuration of the AMQP connections (the sinks' and
+// the intakes'), verifying the host DELAYBRIDGE_AMQP_URL names.
+func amqpTLS(cfg config.Config) (*tls.Config, error) {
+	host := ""
+	if u, err := url.Parse(cfg.AMQP.URL); err == nil {
+		host = u.Hostname()
+	}
+	return cfg.AMQP.TLS.Config(host)
 }

@@ -47,19 +47,16 @@ func runStats(ctx context.Context, args []string, s stdio) int {
 	if *interval <= 0 {
 		return badUsage(fs, s, "--interval must be positive")
 	}
-	c, code := openCLI("stats", s)
+	c, topics, code := openTopics(fs, s, names)
 	if c == nil {
 		return code
 	}
 	defer c.close()
-	topics, err := c.topics(names)
-	if err != nil {
-		return badUsage(fs, s, "%v", err)
-	}
 	redraw := *watch && !*asJSON && isTerminal(s.out)
 	tick := time.NewTicker(*interval)
 	defer tick.Stop()
 	for {
+		var err error
 		all := make([][]queue.SlotStats, len(topics))
 		for i, t := range topics {
 			if all[i], err = c.q.TopicStats(ctx, t); err != nil {
