@@ -115,6 +115,7 @@ func (r *Scenario) rabbitCosts(n int) {
 	if c == nil {
 		return
 	}
+	r.Notes = append(r.Notes, "per-message costs are over the daemon's window only: the producer's ZADDs, written before it, are not in them")
 	rawBefore, ok1 := r.RawCPU["rabbitmq_confirms_before"]["rabbitmq"]
 	rawAfter, ok2 := r.RawCPU["rabbitmq_confirms_after"]["rabbitmq"]
 	daemon, ok3 := r.CPU["rabbitmq"]
