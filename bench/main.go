@@ -122,6 +122,7 @@ func main() {
 	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the daemon logs (their paths are printed)")
 	flag.Var(&o.daemonEnv, "daemon-env", "extra DELAYBRIDGE_NAME=value (or GOGC, GOMAXPROCS, GOMEMLIMIT) for the daemon (repeatable)")
 	steadySlots := flag.Int("steady-slots", 0, "slots of the steady and backlog topic (0: the scenario's default)")
+	backlogFar := flag.Int("backlog-far", 0, "far-future messages waiting in backlog (0: 10,000,000, with -quick 50,000)")
 	markdown := flag.String("markdown", "", "print the results in this results.json as a Markdown table (for docs/performance.md) and exit")
 	flag.Parse()
 	if *markdown != "" {
@@ -141,6 +142,9 @@ func main() {
 	}
 	if *steadySlots > 0 {
 		o.sizes.steadySlots = *steadySlots
+	}
+	if *backlogFar > 0 {
+		o.sizes.backlogFar = *backlogFar
 	}
 	o.scenarioID = randomID()
 

@@ -126,6 +126,9 @@ func (e *env) dropKeys(prefix string) {
 	if len(keys) > 0 {
 		e.rdb.Unlink(ctx, keys...)
 	}
+	// A big scenario (backlog's millions) leaves Redis freeing them in the
+	// background: the next scenario starts once it is done.
+	e.waitLazyFree(ctx)
 }
 
 // redisCounters are Redis-wide command counters.
