@@ -90,6 +90,11 @@ func (e *env) idle(ctx context.Context, name string, keyspace bool) (Scenario, e
 		return r, err
 	}
 	defer d.finish(e.o.keepLogs)
+	for _, kv := range e.o.daemonEnv {
+		if v, ok := strings.CutPrefix(kv, keyspaceVar+"="); ok {
+			mode = v // -daemon-env wins, as startDaemon applies it last
+		}
+	}
 	r.Notes = append(r.Notes, d.keyspaceMode(mode))
 	time.Sleep(2 * time.Second) // past start-up: first claims, reaps and stats
 	if err := e.measureIdle(ctx, d, &r); err != nil {
