@@ -86,7 +86,7 @@ var quickSizes = sizes{
 	burst: 10_000, burstSlots: 8,
 	backlogFar: 50_000,
 	idleSlots:  1024, idleFor: 3 * time.Second, idleProbes: 100, idleProbeFor: 2 * time.Second,
-	memory:     20_000,
+	memory:     100_000, // cheap: the size the target is stated for
 	kafkaBurst: 10_000,
 	stallRate:  200,
 	intake:     20_000,
