@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/delaybridge/delaybridge/queue"
@@ -33,9 +36,22 @@ func burstLead(n int) time.Duration {
 // runBurst: burst messages due at the same millisecond in burstSlots slots,
 // against RabbitMQ's raw ceiling measured right before and after.
 func runBurst(ctx context.Context, e *env) (Scenario, error) {
+	return e.burst(ctx, "burst", 0)
+}
+
+// burstSpread is how long burst-spread's messages take to fall due.
+const burstSpread = 2 * time.Second
+
+// runBurstSpread: the burst's messages falling due evenly over burstSpread
+// instead of at one instant, against the same raw ceiling.
+func runBurstSpread(ctx context.Context, e *env) (Scenario, error) {
+	return e.burst(ctx, "burst-spread", burstSpread)
+}
+
+func (e *env) burst(ctx context.Context, name string, spread time.Duration) (Scenario, error) {
 	n, slots := e.o.sizes.burst, e.o.sizes.burstSlots
 	r := Scenario{Messages: n, Ceilings: map[string]float64{}}
-	prefix := e.prefix("burst")
+	prefix := e.prefix(name)
 	defer e.dropKeys(prefix)
 	target, err := e.declare(prefix)
 	if err != nil {
@@ -55,7 +71,7 @@ func runBurst(ctx context.Context, e *env) (Scenario, error) {
 	r.Ceilings["rabbitmq_confirms_before"] = before
 	r.RawCPU = map[string]map[string]float64{"rabbitmq_confirms_before": cpu}
 
-	if err := e.burstThroughDaemon(ctx, &r, prefix, amqpVars(prefix, target, slots), slots, n, func(tr *tracker) (func(), error) {
+	if err := e.burstThroughDaemon(ctx, &r, prefix, amqpVars(prefix, target, slots), slots, n, spread, func(tr *tracker) (func(), error) {
 		return e.consume(target, tr)
 	}); err != nil {
 		return r, err
@@ -70,9 +86,46 @@ func runBurst(ctx context.Context, e *env) (Scenario, error) {
 	// The ceiling is the mean of the raw runs right before and right after
 	// the daemon's: the broker's rate around the time the daemon ran.
 	r.Ceiling = math.Round((before + after) / 2)
+	higher := max(before, after)
+	if spread > 0 {
+		// Messages falling due over spread cannot arrive faster than that.
+		offered := perSecond(float64(n), spread)
+		r.Ceilings["offered"] = offered
+		if offered < r.Ceiling {
+			r.Notes = append(r.Notes, fmt.Sprintf("the offered rate %.0f msg/s is below the raw RabbitMQ ceiling %.0f: the ceiling is the offered rate", offered, r.Ceiling))
+			r.Ceiling, higher = offered, offered
+		}
+	}
 	r.Ratio = ratio(r.Throughput, r.Ceiling)
-	r.Notes = append(r.Notes, fmt.Sprintf("raw RabbitMQ %.0f msg/s before and %.0f after the daemon's run; against the higher one the ratio is %.2f", before, after, ratio(r.Throughput, max(before, after))))
+	r.Notes = append(r.Notes, fmt.Sprintf("raw RabbitMQ %.0f msg/s before and %.0f after the daemon's run; against the higher one the ratio is %.2f", before, after, ratio(r.Throughput, higher)))
+	r.rabbitCosts(n)
+	r.target("throughput / raw RabbitMQ ceiling", r.Ratio, ">=", 0.9, "", fmt.Sprintf("%.0f vs %.0f msg/s", r.Throughput, r.Ceiling))
+	if c := r.PerMessage; c.RabbitCPURatio > 0 {
+		r.target("RabbitMQ CPU per message under delaybridge / under the raw publisher", c.RabbitCPURatio, "<=", 1.1, "", fmt.Sprintf("%.1f vs %.1f µs", c.RabbitCPUus, c.RawRabbitCPUus))
+	}
+	r.checkAlways()
 	return r, nil
+}
+
+// rabbitCosts fills the per-message costs of a burst of n: the daemon's and
+// Redis's over the window (the producer's ZADDs, written before it, are
+// not in it), and RabbitMQ's under the daemon and under the raw publisher.
+func (r *Scenario) rabbitCosts(n int) {
+	c := r.costs(n)
+	if c == nil {
+		return
+	}
+	r.Notes = append(r.Notes, "per-message costs are over the daemon's window only: the producer's ZADDs, written before it, are not in them")
+	rawBefore, ok1 := r.RawCPU["rabbitmq_confirms_before"]["rabbitmq"]
+	rawAfter, ok2 := r.RawCPU["rabbitmq_confirms_after"]["rabbitmq"]
+	daemon, ok3 := r.CPU["rabbitmq"]
+	if !ok1 || !ok2 || !ok3 {
+		r.Notes = append(r.Notes, "RabbitMQ's CPU is not measured: no beam.smp process on this machine")
+		return
+	}
+	c.RabbitCPUus = round2(daemon * 1e6 / float64(n))
+	c.RawRabbitCPUus = round2((rawBefore + rawAfter) / 2 * 1e6 / float64(n))
+	c.RabbitCPURatio = ratio(c.RabbitCPUus, c.RawRabbitCPUus)
 }
 
 // rawRabbit runs rawPublish with a consumer attached.
@@ -96,7 +149,7 @@ func (e *env) rawRabbit(ctx context.Context, target rabbitTarget, n int) (float6
 
 // burstThroughDaemon starts the daemon, schedules n messages due at one
 // millisecond and fills r with what the consumer started by consume saw.
-func (e *env) burstThroughDaemon(ctx context.Context, r *Scenario, prefix string, vars map[string]string, slots, n int, consume func(*tracker) (func(), error)) error {
+func (e *env) burstThroughDaemon(ctx context.Context, r *Scenario, prefix string, vars map[string]string, slots, n int, spread time.Duration, consume func(*tracker) (func(), error)) error {
 	d, err := startDaemon(ctx, e, vars, slots)
 	if err != nil {
 		return err
@@ -112,7 +165,8 @@ func (e *env) burstThroughDaemon(ctx context.Context, r *Scenario, prefix string
 	due := time.Now().Add(burstLead(n)).Truncate(time.Millisecond)
 	msgs := make([]scheduled, n)
 	for i := range msgs {
-		msgs[i] = scheduled{member: body(i, due.UnixMilli(), e.o.size), score: float64(due.UnixMilli())}
+		at := due.Add(spread * time.Duration(i) / time.Duration(n)).UnixMilli()
+		msgs[i] = scheduled{member: body(i, at, e.o.size), score: float64(at)}
 	}
 	if err := e.schedule(ctx, benchTopic(prefix, slots), msgs); err != nil {
 		return err
@@ -122,7 +176,7 @@ func (e *env) burstThroughDaemon(ctx context.Context, r *Scenario, prefix string
 	}
 	time.Sleep(time.Until(due) - 100*time.Millisecond)
 	w := e.startWindow(ctx, d)
-	all := tr.wait(due.Add(5*time.Minute), 20*time.Second)
+	all := tr.wait(due.Add(spread+5*time.Minute), 20*time.Second)
 	w.end(ctx, r)
 	stop()
 	out := tr.outcome()
@@ -169,22 +223,11 @@ func (e *env) steady(ctx context.Context, name string, far int) (Scenario, error
 	defer e.undeclare(target)
 	topic := benchTopic(prefix, s.steadySlots)
 
+	var farBytes float64
 	if far > 0 {
-		start := time.Now()
-		ahead := time.Now().Add(3 * time.Hour).UnixMilli()
-		const chunk = 50_000
-		for i := 0; i < far; i += chunk {
-			msgs := make([]scheduled, 0, chunk)
-			for j := i; j < min(i+chunk, far); j++ {
-				b := body(j, ahead, e.o.size)
-				b[0] = 'f' // not a benchmark message
-				msgs = append(msgs, scheduled{member: b, score: float64(ahead + int64(j%3_600_000))})
-			}
-			if err := e.schedule(ctx, topic, msgs); err != nil {
-				return r, err
-			}
+		if farBytes, err = e.loadFar(ctx, topic, far); err != nil {
+			return r, err
 		}
-		fmt.Fprintf(os.Stderr, "   %d messages scheduled hours ahead in %s\n", far, time.Since(start).Round(time.Millisecond))
 	}
 
 	d, err := startDaemon(ctx, e, amqpVars(prefix, target, s.steadySlots), s.steadySlots)
@@ -245,6 +288,9 @@ func (e *env) steady(ctx context.Context, name string, far int) (Scenario, error
 	r.Notes = append(r.Notes, d.histograms())
 	fmt.Fprintf(os.Stderr, "   delaybridge: %.0f msg/s, p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms\n", r.Throughput, r.Lateness.P50, r.Lateness.P99, r.Lateness.P999)
 	d.finish(e.o.keepLogs)
+	c := r.costs(n)
+	c.RedisBytes = farBytes
+	fmt.Fprintf(os.Stderr, "   per message: daemon %.1f µs CPU, redis %.1f µs CPU, %.2f redis commands\n", c.DaemonCPUus, c.RedisCPUus, c.RedisCmds)
 
 	raw, err := e.rawSteady(ctx, target, n, s.steadyRate)
 	if err != nil {
@@ -252,65 +298,95 @@ func (e *env) steady(ctx context.Context, name string, far int) (Scenario, error
 	}
 	r.RawLateness = &raw
 	fmt.Fprintf(os.Stderr, "   raw rabbitmq at due times: p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms\n", raw.P50, raw.P99, raw.P999)
+	rawText := fmt.Sprintf("raw RabbitMQ, same messages at their due times: p99 %.1f ms, p99.9 %.1f ms", raw.P99, raw.P999)
+	if far == 0 {
+		r.steadyTargets(rawText)
+		e.steadyRun = &r
+	} else {
+		e.backlogTargets(&r, far, rawText)
+	}
+	r.checkAlways()
 	return r, nil
 }
 
-// runIdle: idleSlots slots, nothing due during idleFor (every other slot
-// holds a message due in an hour). Redis commands and CPU are the daemon's.
-func runIdle(ctx context.Context, e *env) (Scenario, error) {
-	s := e.o.sizes
-	r := Scenario{}
-	prefix := e.prefix("idle")
-	defer e.dropKeys(prefix)
-	target, err := e.declare(prefix)
-	if err != nil {
-		return r, err
-	}
-	defer e.undeclare(target)
-	topic := benchTopic(prefix, s.idleSlots)
-	later := time.Now().Add(time.Hour).UnixMilli()
-	var msgs []scheduled
-	filled := map[int]bool{}
-	for i := 0; len(filled) < s.idleSlots/2 && i < 100_000; i++ {
-		b := body(i, later, e.o.size)
-		if slot := queue.Slot(b, s.idleSlots); slot%2 == 0 && !filled[slot] {
-			filled[slot] = true
-			msgs = append(msgs, scheduled{member: b, score: float64(later)})
-		}
-	}
-	if err := e.schedule(ctx, topic, msgs); err != nil {
-		return r, err
-	}
+// steadyTargets records steady's targets of issue #15.
+func (r *Scenario) steadyTargets(rawText string) {
+	c := r.PerMessage
+	r.target("daemon CPU per message", c.DaemonCPUus, "<=", 50, "µs")
+	r.target("Redis CPU per message", c.RedisCPUus, "<=", 30, "µs")
+	r.target("Redis commands per message (scripts' and the producer's ZADD included)", c.RedisCmds, "<=", 5, "")
+	r.target("lateness p99", r.Lateness.P99, "<=", 3, "ms", rawText)
+	r.target("lateness p99.9", r.Lateness.P999, "<=", 10, "ms", rawText)
+}
 
-	d, err := startDaemon(ctx, e, amqpVars(prefix, target, s.idleSlots), s.idleSlots)
+// backlogTargets compares backlog with steady of the same run: throughput
+// and lateness within 10 %.
+func (e *env) backlogTargets(r *Scenario, far int, rawText string) {
+	r.Notes = append(r.Notes, fmt.Sprintf("%d far-future messages waiting: Redis used_memory %.0f bytes per waiting message", far, r.PerMessage.RedisBytes))
+	st := e.steadyRun
+	if st == nil {
+		r.Notes = append(r.Notes, "steady did not run in this run (-run): no comparison with it")
+		return
+	}
+	r.target("throughput / steady's", ratio(r.Throughput, st.Throughput), ">=", 0.9, "", fmt.Sprintf("steady %.0f msg/s", st.Throughput))
+	r.target("lateness p99 / steady's", ratio(r.Lateness.P99, st.Lateness.P99), "<=", 1.1, "", fmt.Sprintf("steady p99 %.1f ms; %s", st.Lateness.P99, rawText))
+	r.target("lateness p99.9 / steady's", ratio(r.Lateness.P999, st.Lateness.P999), "<=", 1.1, "", fmt.Sprintf("steady p99.9 %.1f ms", st.Lateness.P999))
+	r.target("daemon CPU per message / steady's", ratio(r.PerMessage.DaemonCPUus, st.PerMessage.DaemonCPUus), "<=", 1.1, "", fmt.Sprintf("%.1f vs %.1f µs", r.PerMessage.DaemonCPUus, st.PerMessage.DaemonCPUus))
+}
+
+// loadFar schedules far messages hours ahead in t, with pipelined
+// multi-member ZADDs from two writers, and returns Redis's used_memory per
+// message they added.
+func (e *env) loadFar(ctx context.Context, t queue.Topic, far int) (float64, error) {
+	e.waitLazyFree(ctx)
+	before, err := e.redisCounters(ctx)
 	if err != nil {
-		return r, err
+		return 0, err
 	}
-	defer d.finish(e.o.keepLogs)
-	time.Sleep(2 * time.Second) // past start-up: first claims, reaps and stats
-	mon, err := startMonitor(ctx, e.o.redisURL, d.PID())
+	start := time.Now()
+	ahead := time.Now().Add(3 * time.Hour).UnixMilli()
+	const chunk = 50_000
+	const writers = 2
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for g := range writers {
+		wg.Go(func() {
+			for i := g * chunk; i < far && errs[g] == nil; i += writers * chunk {
+				msgs := make([]scheduled, 0, chunk)
+				for j := i; j < min(i+chunk, far); j++ {
+					b := body(j, ahead, e.o.size)
+					b[0] = 'f' // not a benchmark message
+					msgs = append(msgs, scheduled{member: b, score: float64(ahead + int64(j%3_600_000))})
+				}
+				errs[g] = e.schedule(ctx, t, msgs)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	after, err := e.redisCounters(ctx)
 	if err != nil {
-		return r, err
+		return 0, err
 	}
-	w := e.startWindow(ctx, d)
-	select {
-	case <-time.After(s.idleFor):
-	case <-ctx.Done():
-		mon.stop()
-		return r, ctx.Err()
+	perMsg := math.Round(float64(after.mem-before.mem) / float64(far))
+	fmt.Fprintf(os.Stderr, "   %d messages scheduled hours ahead in %s; Redis used_memory +%.0f bytes each\n", far, time.Since(start).Round(time.Millisecond), perMsg)
+	return perMsg, nil
+}
+
+// waitLazyFree waits (up to 30 s) until Redis has freed what earlier
+// UNLINKs left to its background thread, so used_memory deltas are the
+// scenario's own.
+func (e *env) waitLazyFree(ctx context.Context) {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		info, err := e.rdb.Info(ctx, "memory").Result()
+		if err != nil || strings.Contains(info, "lazyfree_pending_objects:0\r\n") {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	w.end(ctx, &r)
-	calls, cmds, err := mon.stop()
-	if err != nil {
-		return r, err
-	}
-	span := time.Duration(r.WindowS * float64(time.Second))
-	r.RedisCalls = perSecond(float64(calls), span)
-	r.RedisCmds = perSecond(float64(cmds), span)
-	r.Notes = append(r.Notes, fmt.Sprintf("daemon CPU %.2f%% of one core; %d slots, %d of them holding a message due in an hour", 100*r.DaemonCPU/r.WindowS, s.idleSlots, len(msgs)))
-	r.Notes = append(r.Notes, d.failures()...)
-	fmt.Fprintf(os.Stderr, "   delaybridge idle: %.2f%% CPU, %.0f redis calls/s, %.0f redis commands/s\n", 100*r.DaemonCPU/r.WindowS, r.RedisCalls, r.RedisCmds)
-	return r, nil
 }
 
 // runRawRabbit measures only RabbitMQ's raw ceiling with the burst's size

@@ -38,6 +38,12 @@ const stopTimeout = 30 * time.Second
 // stripped of every other DELAYBRIDGE_* variable, and waits until it serves
 // HTTP and owns every slot of its topic.
 func startDaemon(ctx context.Context, e *env, vars map[string]string, slots int) (*daemon, error) {
+	return startDaemonTopics(ctx, e, vars, map[string]int{"bench": slots})
+}
+
+// startDaemonTopics is startDaemon for several topics: it waits until the
+// daemon owns every slot of each topic of want (name → slots).
+func startDaemonTopics(ctx context.Context, e *env, vars map[string]string, want map[string]int) (*daemon, error) {
 	bin, err := filepath.Abs(e.o.bin)
 	if err != nil {
 		return nil, err
@@ -66,12 +72,16 @@ func startDaemon(ctx context.Context, e *env, vars map[string]string, slots int)
 	deadline := time.Now().Add(startTimeout)
 	for {
 		m, err := d.metrics()
-		if err == nil && m[`delaybridge_owned_slots{topic="bench"}`] == float64(slots) {
+		owned := err == nil
+		for name, slots := range want {
+			owned = owned && m[`delaybridge_owned_slots{topic="`+name+`"}`] == float64(slots)
+		}
+		if owned {
 			return d, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			_ = d.Stop(stopTimeout)
-			return nil, fmt.Errorf("daemon did not own its %d slots within %s (%v, %v); log: %s", slots, startTimeout, err, ctx.Err(), keepLog(ed))
+			return nil, fmt.Errorf("daemon did not own the slots of its topics %v within %s (%v, %v); log: %s", want, startTimeout, err, ctx.Err(), keepLog(ed))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -302,6 +312,8 @@ func (w *window) end(ctx context.Context, r *Scenario) {
 	if err == nil {
 		r.RedisCmds = perSecond(float64(after.total-w.redis.total), span)
 		r.RedisCalls = perSecond(float64(after.calls-w.redis.calls), span)
+		r.RedisCPU = round2(after.cpu - w.redis.cpu)
+		r.RedisWork = after.work - w.redis.work
 	}
 }
 

@@ -87,13 +87,13 @@ func (k *devkafka) stop() {
 
 // consumeKafka reads every partition of topic from the start with franz-go
 // and records each record in tr until stop is called.
-func consumeKafka(addr, topic string, tr *tracker) (stop func(), err error) {
-	cl, err := kgo.NewClient(
+func consumeKafka(addr, topic string, tr *tracker, opts ...kgo.Opt) (stop func(), err error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(addr),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(100*time.Millisecond),
-	)
+		kgo.FetchMaxWait(100 * time.Millisecond),
+	}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka consumer: %w", err)
 	}
@@ -210,11 +210,14 @@ func runKafkaBurst(ctx context.Context, e *env) (Scenario, error) {
 		"DELAYBRIDGE_TOPIC_BENCH_KAFKA_TOPIC": topic,
 		"DELAYBRIDGE_KAFKA_BROKERS":           k.addr,
 	}
-	if err := e.burstThroughDaemon(ctx, &r, prefix, vars, slots, n, func(tr *tracker) (func(), error) {
+	if err := e.burstThroughDaemon(ctx, &r, prefix, vars, slots, n, 0, func(tr *tracker) (func(), error) {
 		return consumeKafka(k.addr, topic, tr)
 	}); err != nil {
 		return r, err
 	}
 	r.Ratio = ratio(r.Throughput, r.Ceiling)
+	r.costs(n)
+	r.target("throughput / min(raw kafka-go, raw Redis claim+ack)", r.Ratio, ">=", 0.8, "", fmt.Sprintf("%.0f vs %.0f msg/s", r.Throughput, r.Ceiling))
+	r.checkAlways()
 	return r, nil
 }

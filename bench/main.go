@@ -54,24 +54,30 @@ type options struct {
 
 // sizes are how big each scenario is.
 type sizes struct {
-	steadyRate  int           // messages/s falling due in steady and backlog
-	steadyFor   time.Duration // how long they fall due
-	steadySlots int
-	burst       int // messages due at the same millisecond
-	burstSlots  int
-	backlogFar  int // messages scheduled hours ahead in backlog
-	idleSlots   int
-	idleFor     time.Duration
-	kafkaBurst  int
-	intake      int // messages waiting in the intake queue
+	steadyRate   int           // messages/s falling due in steady and backlog
+	steadyFor    time.Duration // how long they fall due
+	steadySlots  int
+	burst        int // messages due at the same millisecond
+	burstSlots   int
+	backlogFar   int           // messages scheduled hours ahead in backlog
+	idleSlots    int           // over idleTopics topics
+	idleFor      time.Duration // measured with nothing due
+	idleProbes   int           // raw ZADDs written after idleFor
+	idleProbeFor time.Duration // over this long
+	memory       int           // messages of memory, each way
+	stallRate    int           // kafka-stall's messages/s
+	kafkaBurst   int
+	intake       int // messages waiting in the intake queue
 }
 
 var fullSizes = sizes{
 	steadyRate: 2000, steadyFor: 15 * time.Second, steadySlots: 8,
 	burst: 100_000, burstSlots: 8,
-	backlogFar: 1_000_000,
-	idleSlots:  64, idleFor: 10 * time.Second,
+	backlogFar: 10_000_000,
+	idleSlots:  1024, idleFor: 10 * time.Second, idleProbes: 200, idleProbeFor: 5 * time.Second,
+	memory:     100_000,
 	kafkaBurst: 100_000,
+	stallRate:  200,
 	intake:     100_000,
 }
 
@@ -79,8 +85,10 @@ var quickSizes = sizes{
 	steadyRate: 2000, steadyFor: 3 * time.Second, steadySlots: 8,
 	burst: 10_000, burstSlots: 8,
 	backlogFar: 50_000,
-	idleSlots:  64, idleFor: 3 * time.Second,
+	idleSlots:  1024, idleFor: 3 * time.Second, idleProbes: 100, idleProbeFor: 2 * time.Second,
+	memory:     100_000, // cheap: the size the target is stated for
 	kafkaBurst: 10_000,
+	stallRate:  200,
 	intake:     20_000,
 }
 
@@ -102,7 +110,7 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "shrink every scenario to finish in under a minute")
 	flag.StringVar(&o.out, "out", "", "write the results as JSON to this file")
-	flag.StringVar(&o.run, "run", "steady,burst,backlog,idle,kafka-burst", "comma list of scenarios to run (also: intake, intake-delay, raw-rabbitmq)")
+	flag.StringVar(&o.run, "run", defaultRun, "comma list of scenarios to run (also: intake, intake-delay, raw-rabbitmq)")
 	flag.StringVar(&o.bin, "bin", "bin/delaybridge", "the daemon binary (make build)")
 	flag.StringVar(&o.devkafka, "devkafka", "bin/devkafka", "the local Kafka broker binary (make build)")
 	flag.StringVar(&o.redisURL, "redis", envOr("DELAYBRIDGE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis URL")
@@ -114,6 +122,7 @@ func main() {
 	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the daemon logs (their paths are printed)")
 	flag.Var(&o.daemonEnv, "daemon-env", "extra DELAYBRIDGE_NAME=value (or GOGC, GOMAXPROCS, GOMEMLIMIT) for the daemon (repeatable)")
 	steadySlots := flag.Int("steady-slots", 0, "slots of the steady and backlog topic (0: the scenario's default)")
+	backlogFar := flag.Int("backlog-far", 0, "far-future messages waiting in backlog (0: 10,000,000, with -quick 50,000)")
 	markdown := flag.String("markdown", "", "print the results in this results.json as a Markdown table (for docs/performance.md) and exit")
 	flag.Parse()
 	if *markdown != "" {
@@ -133,6 +142,9 @@ func main() {
 	}
 	if *steadySlots > 0 {
 		o.sizes.steadySlots = *steadySlots
+	}
+	if *backlogFar > 0 {
+		o.sizes.backlogFar = *backlogFar
 	}
 	o.scenarioID = randomID()
 
@@ -169,6 +181,10 @@ type Report struct {
 	Scenarios []Scenario `json:"scenarios"`
 }
 
+// defaultRun is what -run runs unless told otherwise: every scenario of
+// issue #15's targets.
+const defaultRun = "steady,burst,burst-spread,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall"
+
 // scenarios in the order they run.
 var scenarios = []struct {
 	name string
@@ -176,9 +192,13 @@ var scenarios = []struct {
 }{
 	{"steady", runSteady},
 	{"burst", runBurst},
+	{"burst-spread", runBurstSpread},
 	{"backlog", runBacklog},
 	{"idle", runIdle},
+	{"idle-poll", runIdlePoll},
+	{"memory", runMemory},
 	{"kafka-burst", runKafkaBurst},
+	{"kafka-stall", runKafkaStall},
 	// Not run by default: the intake's scenarios (about 3 more minutes
 	// at full size on the 2-core VM), and the raw ceiling alone, to study it.
 	{"intake", runIntake},

@@ -23,6 +23,8 @@ type env struct {
 	q         *queue.Queue
 	amqp      *amqp091.Connection
 	devkafka  *devkafka // while a Kafka scenario runs
+	// steadyRun is steady's result once it ran, for backlog to compare with.
+	steadyRun *Scenario
 }
 
 func newEnv(ctx context.Context, o options) (*env, error) {
@@ -124,16 +126,25 @@ func (e *env) dropKeys(prefix string) {
 	if len(keys) > 0 {
 		e.rdb.Unlink(ctx, keys...)
 	}
+	// A big scenario (backlog's millions) leaves Redis freeing them in the
+	// background: the next scenario starts once it is done.
+	e.waitLazyFree(ctx)
 }
 
 // redisCounters are Redis-wide command counters.
 type redisCounters struct {
 	total int64 // total_commands_processed: script internals included
 	calls int64 // script calls (EVALSHA, EVAL)
+	// work is the calls of every command in commandstats (which counts the
+	// commands scripts run too) except PING and INFO: the noise probe's
+	// PINGs and these INFO reads are the bench's own, not the workload's.
+	work int64
+	cpu  float64 // used_cpu_sys + used_cpu_user (s) of the Redis process
+	mem  int64   // used_memory
 }
 
 func (e *env) redisCounters(ctx context.Context) (redisCounters, error) {
-	info, err := e.rdb.Info(ctx, "stats", "commandstats").Result()
+	info, err := e.rdb.Info(ctx, "stats", "commandstats", "cpu", "memory").Result()
 	if err != nil {
 		return redisCounters{}, err
 	}
@@ -142,10 +153,22 @@ func (e *env) redisCounters(ctx context.Context) (redisCounters, error) {
 		if v, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
 			c.total, _ = strconv.ParseInt(v, 10, 64)
 		}
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			c.mem, _ = strconv.ParseInt(v, 10, 64)
+		}
+		for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+			if v, ok := strings.CutPrefix(line, f); ok {
+				s, _ := strconv.ParseFloat(v, 64)
+				c.cpu += s
+			}
+		}
 		for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:"} {
 			if v, ok := strings.CutPrefix(line, cmd); ok {
 				c.calls += statCalls(v)
 			}
+		}
+		if name, v, ok := strings.Cut(line, ":"); ok && strings.HasPrefix(name, "cmdstat_") && name != "cmdstat_ping" && name != "cmdstat_info" {
+			c.work += statCalls(v)
 		}
 	}
 	return c, nil

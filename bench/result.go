@@ -40,6 +40,20 @@ type Scenario struct {
 	// (a script call is one). In idle both are the daemon's alone.
 	RedisCmds  float64 `json:"redis_cmds_per_s"`
 	RedisCalls float64 `json:"redis_calls_per_s"`
+	// DrainS is, in kafka-stall, how long after the stall ended every
+	// message due before its end had arrived.
+	DrainS float64 `json:"drain_s,omitempty"`
+	// RedisCPU is the CPU time (s) Redis reports it used during the window
+	// (INFO cpu: used_cpu_sys + used_cpu_user). RedisWork is the commands
+	// Redis executed during the window by INFO commandstats, commands run
+	// inside scripts included, the producer's ZADDs included, the bench's
+	// own PINGs (noise probe) and INFO reads excluded.
+	RedisCPU  float64 `json:"redis_cpu_s,omitempty"`
+	RedisWork int64   `json:"redis_commands,omitempty"`
+	// PerMessage is the cost of one message; Targets the issue's targets
+	// this scenario checks, with what it measured.
+	PerMessage *Costs   `json:"per_message,omitempty"`
+	Targets    []Target `json:"targets,omitempty"`
 	// CPU is the CPU time (s) each process on this machine used during the
 	// window: delaybridge, redis, rabbitmq, devkafka, and the bench itself
 	// (its producer and consumer).
@@ -114,6 +128,7 @@ func printTable(w io.Writer, rs []Scenario) {
 			r.Early, r.Lost, r.Duplicates, r.DaemonCPU, float64(r.DaemonRSS)/(1<<20), r.RedisCmds, r.RedisCalls)
 	}
 	tw.Flush()
+	defer printCosts(w, rs)
 	for _, r := range rs {
 		if len(r.CPU) > 0 {
 			fmt.Fprintf(w, "  %s: cpu s %s\n", r.Name, cpuText(r.CPU))
@@ -173,5 +188,6 @@ func printMarkdown(w io.Writer, path string) error {
 		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.2f | %s | %d | %d | %.2f | %.1f | %.0f (%.0f) |\n",
 			r.Name, r.Messages, r.Throughput, r.Ceiling, r.Ratio, late, r.Early, r.Lost, r.DaemonCPU, float64(r.DaemonRSS)/(1<<20), r.RedisCmds, r.RedisCalls)
 	}
+	printCostsMarkdown(w, rep)
 	return nil
 }
