@@ -60,6 +60,7 @@ type AMQP struct {
 	sched   *scheduler
 	metrics *Metrics
 	log     *slog.Logger
+	health  health
 }
 
 // NewAMQP returns an intake of cfg.Queue into target.
@@ -78,7 +79,19 @@ func NewAMQP(cfg AMQPConfig, target Target, q *queue.Queue, m *Metrics, log *slo
 	}
 	log = log.With("topic", target.Topic.Name, "queue", cfg.Queue)
 	m.Init(target.Topic.Name)
-	return &AMQP{cfg: cfg, target: target, sched: &scheduler{q: q, target: target, metrics: m, log: log}, metrics: m, log: log}, nil
+	a := &AMQP{cfg: cfg, target: target, sched: &scheduler{q: q, target: target, metrics: m, log: log}, metrics: m, log: log}
+	a.health.set(errNotConsuming)
+	return a, nil
+}
+
+// Health is nil while the intake consumes its queue, else why it does not
+// (not started yet, the connection down, the queue missing): what the
+// daemon's /readyz reports.
+func (a *AMQP) Health() error {
+	if err := a.health.get(); err != nil {
+		return fmt.Errorf("intake of queue %s: %w", a.cfg.Queue, err)
+	}
+	return nil
 }
 
 // Run consumes until ctx ends, reconnecting with back-off whenever the
@@ -91,6 +104,7 @@ func (a *AMQP) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
+		a.health.set(err)
 		if consumed {
 			retry.Reset()
 		}
@@ -123,6 +137,7 @@ func (a *AMQP) session(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("consume %s: %w", a.cfg.Queue, err)
 	}
 	a.log.Info("intake consuming", "prefetch", a.cfg.Prefetch)
+	a.health.set(nil)
 	// The session's helpers (the lag watch, the delivery relay) end with it.
 	sctx, endSession := context.WithCancel(ctx)
 	var wg sync.WaitGroup

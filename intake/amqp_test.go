@@ -158,18 +158,19 @@ func TestAMQPIntakeDeadLettersBadDelayAndOversizedBodyWithReasons(t *testing.T) 
 	r.publish(t, "k", amqp091.Publishing{MessageId: "soon", Headers: amqp091.Table{"x-delay": "soon"}, Body: []byte("x")})
 	r.publish(t, "k", amqp091.Publishing{MessageId: "big", Headers: amqp091.Table{"x-delay": 1000}, Body: []byte(strings.Repeat("b", 17))})
 	r.publish(t, "k", amqp091.Publishing{MessageId: "past", Headers: amqp091.Table{sinks.HeaderDue: int64(-1)}, Body: []byte("x")})
+	r.publish(t, "k", amqp091.Publishing{MessageId: "bad-app", AppId: "\xff", Body: []byte("x")})
 	r.publish(t, "k", amqp091.Publishing{MessageId: "good", Headers: amqp091.Table{"x-delay": 60000}, Body: []byte("ok")})
 	q := queue.New(f.rdb)
 	var dead []queue.DeadMessage
-	waitFor(t, 20*time.Second, "three dead messages", func() bool {
+	waitFor(t, 20*time.Second, "four dead messages", func() bool {
 		dead, _ = q.DeadList(context.Background(), f.topic, queue.AllSlots, 0)
-		return len(dead) == 3
+		return len(dead) == 4
 	})
 	reasons := map[string]string{}
 	for _, d := range dead {
 		reasons[d.ID] = d.Reason
 	}
-	for id, want := range map[string]string{"soon": `x-delay: "soon" is not a number`, "big": "body of 17 bytes", "past": "x-delaybridge-due"} {
+	for id, want := range map[string]string{"soon": `x-delay: "soon" is not a number`, "big": "body of 17 bytes", "past": "x-delaybridge-due", "bad-app": "properties.app_id"} {
 		if !strings.Contains(reasons[id], want) {
 			t.Errorf("reason of %s = %q, want it to contain %q", id, reasons[id], want)
 		}
@@ -177,7 +178,7 @@ func TestAMQPIntakeDeadLettersBadDelayAndOversizedBodyWithReasons(t *testing.T) 
 	waitFor(t, 10*time.Second, "the good message scheduled and the queue empty", func() bool {
 		return f.scheduled(t) == 1 && r.depth(t, r.Queue) == 0
 	})
-	for reason, want := range map[string]float64{ReasonBadDelay: 1, ReasonTooLarge: 1, ReasonBadDue: 1, ReasonInvalid: 0} {
+	for reason, want := range map[string]float64{ReasonBadDelay: 1, ReasonTooLarge: 1, ReasonBadDue: 1, ReasonInvalid: 1} {
 		if got := f.counter(f.metrics.Rejected, "orders", reason); got != want {
 			t.Errorf("rejected{%s} = %v, want %v", reason, got, want)
 		}

@@ -28,7 +28,7 @@ func amqpURL() string {
 	return "amqp://guest:guest@127.0.0.1:5672/"
 }
 
-func testLog(t *testing.T) *slog.Logger {
+func testLog(t testing.TB) *slog.Logger {
 	if testing.Verbose() {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("test", t.Name())
 	}
@@ -44,7 +44,7 @@ type rabbit struct {
 	In, Queue, Dest, DestQueue string
 }
 
-func newRabbit(t *testing.T) *rabbit {
+func newRabbit(t testing.TB) *rabbit {
 	t.Helper()
 	conn, err := amqp091.Dial(amqpURL())
 	if err != nil {
@@ -105,7 +105,7 @@ type fixture struct {
 	metrics *Metrics
 }
 
-func newFixture(t *testing.T, slots int) *fixture {
+func newFixture(t testing.TB, slots int) *fixture {
 	rdb, prefix := redistest.New(t)
 	reg := prometheus.NewRegistry()
 	return &fixture{
@@ -117,7 +117,7 @@ func newFixture(t *testing.T, slots int) *fixture {
 }
 
 // run runs fn until the test ends, then waits for it.
-func run(t *testing.T, fn func(ctx context.Context) error) (stop func()) {
+func run(t testing.TB, fn func(ctx context.Context) error) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)

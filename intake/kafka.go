@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -28,6 +29,9 @@ type KafkaConfig struct {
 	// Prefetch bounds the records read ahead and the largest Redis batch;
 	// 0 means DefaultPrefetch.
 	Prefetch int
+	// LagInterval is how often the group's lag is read; 0 means
+	// DefaultLagInterval.
+	LagInterval time.Duration
 }
 
 // Kafka consumes one Kafka topic into one delaybridge topic in a consumer
@@ -43,6 +47,7 @@ type Kafka struct {
 	sched   *scheduler
 	metrics *Metrics
 	log     *slog.Logger
+	health  health
 }
 
 // NewKafka returns an intake of cfg.Topic into target.
@@ -59,9 +64,22 @@ func NewKafka(cfg KafkaConfig, target Target, q *queue.Queue, m *Metrics, log *s
 	if cfg.Prefetch <= 0 {
 		cfg.Prefetch = DefaultPrefetch
 	}
+	if cfg.LagInterval <= 0 {
+		cfg.LagInterval = DefaultLagInterval
+	}
 	log = log.With("topic", target.Topic.Name, "kafka_topic", cfg.Topic, "group", cfg.Group)
 	m.Init(target.Topic.Name)
 	return &Kafka{cfg: cfg, target: target, sched: &scheduler{q: q, target: target, metrics: m, log: log}, metrics: m, log: log}, nil
+}
+
+// Health is nil unless the intake's last read from Kafka failed (kafka-go
+// reconnects on its own, so that is what shows a broker it cannot reach):
+// what the daemon's /readyz reports.
+func (k *Kafka) Health() error {
+	if err := k.health.get(); err != nil {
+		return fmt.Errorf("intake of Kafka topic %s: %w", k.cfg.Topic, err)
+	}
+	return nil
 }
 
 // Run consumes until ctx ends. Records read but not yet committed are read
@@ -85,12 +103,18 @@ func (k *Kafka) Run(ctx context.Context) error {
 			k.log.Warn("close kafka reader", "err", err)
 		}
 	}()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	lctx, stopLag := context.WithCancel(ctx)
+	defer stopLag()
+	wg.Go(func() { k.watchLag(lctx, r) })
 	retry := backoff.New(reconnectPolicy)
 	for {
 		batch, err := k.fetch(ctx, r)
 		if ctx.Err() != nil {
 			return nil
 		}
+		k.health.set(err)
 		if err != nil {
 			wait := retry.Next()
 			k.log.Warn("intake could not read Kafka", "retry_in", wait, "err", err)
@@ -104,7 +128,23 @@ func (k *Kafka) Run(ctx context.Context) error {
 			}
 			k.log.Warn("intake could not commit offsets; the records will be read again", "count", len(batch), "err", err)
 		}
-		k.metrics.Lag.WithLabelValues(k.target.Topic.Name).Set(float64(max(r.Stats().Lag, 0)))
+	}
+}
+
+// watchLag sets the lag gauge from the reader's statistics every
+// LagInterval until ctx ends, so the gauge follows the group when no batch
+// comes (the reader keeps polling Kafka meanwhile) instead of keeping what
+// it was after the last one.
+func (k *Kafka) watchLag(ctx context.Context, r *kafkago.Reader) {
+	tick := time.NewTicker(k.cfg.LagInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			k.metrics.Lag.WithLabelValues(k.target.Topic.Name).Set(float64(max(r.Stats().Lag, 0)))
+		}
 	}
 }
 

@@ -39,7 +39,7 @@ func kafkaCluster(t *testing.T, topic string) (addr string, produce func(...*kgo
 
 func (f *fixture) startKafka(t *testing.T, addr, topic string, rdb redis.UniversalClient) func() {
 	t.Helper()
-	in, err := NewKafka(KafkaConfig{Brokers: []string{addr}, Topic: topic, Prefetch: 16},
+	in, err := NewKafka(KafkaConfig{Brokers: []string{addr}, Topic: topic, Prefetch: 16, LagInterval: 100 * time.Millisecond},
 		Target{Topic: f.topic, MaxBody: 1 << 10}, queue.New(rdb), f.metrics, testLog(t))
 	if err != nil {
 		t.Fatal(err)
@@ -148,4 +148,23 @@ func TestKafkaIntakeDoesNotCommitWhatRedisDidNotTake(t *testing.T) {
 	proxy.Restore()
 	f.startKafka(t, addr, "delays", f.rdb)
 	waitFor(t, 30*time.Second, "the 4 records scheduled by the next consumer", func() bool { return f.scheduled(t) == 4 })
+}
+
+func TestKafkaIntakeLagGaugeFollowsTheGroupBetweenBatches(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 2)
+	addr, produce := kafkaCluster(t, "delays")
+	viaProxy, proxy := proxiedRedis(t)
+	for i := range 200 {
+		produce(&kgo.Record{Value: []byte(fmt.Sprint(i)), Headers: hdr("x-delay", "60000")})
+	}
+	proxy.Cut() // the first batch cannot be scheduled: no batch ends meanwhile
+	f.startKafka(t, addr, "delays", viaProxy)
+	waitFor(t, 30*time.Second, "a lag while the first batch is stuck", func() bool {
+		return testutilGauge(f.metrics.Lag, "orders") > 0
+	})
+	proxy.Restore()
+	waitFor(t, 30*time.Second, "200 scheduled and the lag 0", func() bool {
+		return f.scheduled(t) == 200 && testutilGauge(f.metrics.Lag, "orders") == 0
+	})
 }

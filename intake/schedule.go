@@ -75,21 +75,18 @@ func (s *scheduler) put(ctx context.Context, items []item) []error {
 	return errs
 }
 
-// check rejects what the destination or an envelope cannot carry.
+// check rejects a body over the destination's limit. What an envelope cannot
+// carry, queue.ScheduleEach reports.
 func (s *scheduler) check(it *item) {
 	if max := s.target.MaxBody; max > 0 && len(it.msg.Body) > max {
 		it.reject(ReasonTooLarge, "body of %d bytes is over the destination's limit of %d", len(it.msg.Body), max)
 	}
-	if it.reason == "" {
-		if _, err := s.target.Topic.Encode(it.msg); err != nil {
-			it.reject(ReasonInvalid, "%v", err)
-		}
-	}
 }
 
-// schedule schedules the good items in one pipeline. When some fail, they
-// are tried one by one to tell a due time Redis refuses (the item's fault:
-// dead set) from Redis failing (stop: every item left fails).
+// schedule writes the good items in one round trip (a script call per slot,
+// see queue.ScheduleEach). An item Redis refuses (a due time it cannot
+// honour) or an envelope cannot carry is rejected, for the dead set; an item
+// Redis failed gets the error.
 func (s *scheduler) schedule(ctx context.Context, items []item, good []int, errs []error) {
 	if len(good) == 0 {
 		return
@@ -98,30 +95,21 @@ func (s *scheduler) schedule(ctx context.Context, items []item, good []int, errs
 	for j, i := range good {
 		batch[j] = queue.Item{Message: items[i].msg, When: items[i].when}
 	}
-	receipts, err := s.q.ScheduleBatch(ctx, s.target.Topic, batch)
-	var redisErr error
+	_, each := s.q.ScheduleEach(ctx, s.target.Topic, batch)
+	scheduled := 0
 	for j, i := range good {
-		if err == nil || (receipts != nil && receipts[j].Member != "") {
-			s.metrics.Scheduled.WithLabelValues(s.target.Topic.Name).Inc()
-			continue
-		}
-		if redisErr != nil {
-			errs[i] = redisErr
-			continue
-		}
-		_, one := s.q.Schedule(ctx, s.target.Topic, items[i].msg, items[i].when)
-		switch {
-		case one == nil:
-			s.metrics.Scheduled.WithLabelValues(s.target.Topic.Name).Inc()
-		case errors.Is(one, queue.ErrBadDueTime):
-			items[i].reject(ReasonBadDue, "%v", one)
-		case errors.Is(one, queue.ErrInvalidEnvelope):
-			items[i].reject(ReasonInvalid, "%v", one)
+		switch err := each[j]; {
+		case err == nil:
+			scheduled++
+		case errors.Is(err, queue.ErrBadDueTime):
+			items[i].reject(ReasonBadDue, "%v", err)
+		case errors.Is(err, queue.ErrInvalidEnvelope), errors.Is(err, queue.ErrNotEnvelope):
+			items[i].reject(ReasonInvalid, "%v", err)
 		default:
-			redisErr = one
-			errs[i] = one
+			errs[i] = err
 		}
 	}
+	s.metrics.Scheduled.WithLabelValues(s.target.Topic.Name).Add(float64(scheduled))
 }
 
 // bury puts a rejected item in the dead set, with its reason. A message an

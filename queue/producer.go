@@ -64,15 +64,6 @@ func (w When) args() (mode, value string, err error) {
 	return "at", strconv.FormatFloat(score, 'f', -1, 64), nil
 }
 
-// estimate is the due time as seen by the local clock (only to pick which of
-// a batch's messages announces a wake-up).
-func (w When) estimate(now time.Time) time.Time {
-	if w.relative {
-		return now.Add(w.in)
-	}
-	return w.at
-}
-
 // Replaced says what a schedule replaced.
 type Replaced int
 

@@ -37,7 +37,38 @@ local function wake(channel, prefix, score)
 end
 `
 
-// scheduleScript schedules one member.
+// putLua defines put(m, id, score): schedule member m at score (a string)
+// and return what it replaced. A raw member (id "") is a plain ZADD
+// (replaced 1 when it was already scheduled; a copy in flight proceeds, as
+// with any ZADD). An envelope replaces whatever its id named: a scheduled
+// member is removed (replaced 1); a member in flight leaves the in-flight
+// set (replaced 2), so its delivery proceeds but is never retried, reaped or
+// released, and the new member is the only one the id names. Either way the
+// new member starts fresh: no attempts, due at its own score. Needs
+// forgetLua.
+const putLua = `
+local function put(m, id, score)
+  local replaced = 0
+  if id == '' then
+    if redis.call('ZSCORE', sched, m) then replaced = 1 end
+  else
+    local old = redis.call('HGET', ids, id)
+    if old then
+      if redis.call('ZREM', sched, old) == 1 then replaced = 1 end
+      if redis.call('ZREM', inflight, old) == 1 then replaced = 2 end
+      forget(old)
+    end
+    if old ~= m and redis.call('ZREM', sched, m) == 1 then
+      forget(m)
+    end
+    redis.call('HSET', ids, id, m)
+  end
+  redis.call('ZADD', sched, score, m)
+  return replaced
+end
+`
+
+// scheduleScript schedules one member (see putLua).
 //
 // KEYS    -> slotKeys
 // ARGV[1] -> member
@@ -47,35 +78,13 @@ end
 // ARGV[5] -> wake channel ("" publishes nothing)
 // ARGV[6] -> wake payload before the score ("<topic>\n<slot>\n")
 //
-// Returns {score, replaced}. A raw member is a plain ZADD (replaced 1 when it
-// was already scheduled; a copy in flight proceeds, as with any ZADD). An
-// envelope replaces whatever its id named: a scheduled member is removed
-// (replaced 1); a member in flight leaves the in-flight set (replaced 2), so
-// its delivery proceeds but is never retried, reaped or released, and the new
-// member is the only one the id names. Either way the new member starts
-// fresh: no attempts, due at its own score.
-var scheduleScript = slotScript(nowLua, scoreLua, forgetLua, `
-local m, id = ARGV[1], ARGV[2]
+// Returns {score, replaced}.
+var scheduleScript = slotScript(nowLua, scoreLua, forgetLua, putLua, `
 local score, bad = score_of(ARGV[3], ARGV[4])
 if not score then
   return redis.error_reply('ERR due time ' .. bad .. ' ms cannot be honoured')
 end
-local replaced = 0
-if id == '' then
-  if redis.call('ZSCORE', sched, m) then replaced = 1 end
-else
-  local old = redis.call('HGET', ids, id)
-  if old then
-    if redis.call('ZREM', sched, old) == 1 then replaced = 1 end
-    if redis.call('ZREM', inflight, old) == 1 then replaced = 2 end
-    forget(old)
-  end
-  if old ~= m and redis.call('ZREM', sched, m) == 1 then
-    forget(m)
-  end
-  redis.call('HSET', ids, id, m)
-end
-redis.call('ZADD', sched, score, m)
+local replaced = put(ARGV[1], ARGV[2], score)
 wake(ARGV[5], ARGV[6], score)
 return {score, replaced}
 `)
@@ -97,7 +106,7 @@ func (q *Queue) Schedule(ctx context.Context, t Topic, m Message, when When) (Re
 // the member must be a valid envelope, and it replaces the message its id
 // names.
 func (q *Queue) ScheduleMember(ctx context.Context, t Topic, member []byte, when When) (Receipt, error) {
-	c, r, err := t.scheduleCall(member, when, true)
+	c, r, err := t.scheduleCall(member, when)
 	if err != nil {
 		return Receipt{}, err
 	}
@@ -112,7 +121,7 @@ func (q *Queue) ScheduleMember(ctx context.Context, t Topic, member []byte, when
 }
 
 // scheduleCall validates a member and builds its schedule script call.
-func (t Topic) scheduleCall(member []byte, when When, wake bool) (scriptCall, Receipt, error) {
+func (t Topic) scheduleCall(member []byte, when When) (scriptCall, Receipt, error) {
 	slot, id, err := t.Locate(member)
 	if err != nil {
 		return scriptCall{}, Receipt{}, fmt.Errorf("schedule: %w", err)
@@ -121,10 +130,7 @@ func (t Topic) scheduleCall(member []byte, when When, wake bool) (scriptCall, Re
 	if err != nil {
 		return scriptCall{}, Receipt{}, fmt.Errorf("schedule in %s: %w", t.Name, err)
 	}
-	var channel, prefix string
-	if wake {
-		channel, prefix = t.wakeArgs(slot)
-	}
+	channel, prefix := t.wakeArgs(slot)
 	envID := ""
 	if t.envelope() {
 		envID = id

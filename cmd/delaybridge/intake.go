@@ -14,9 +14,34 @@ import (
 	"github.com/delaybridge/delaybridge/sinks/kafka"
 )
 
-// intakeRunner is one topic's intake: it runs until its context ends.
+// intakeRunner is one topic's intake: it runs until its context ends;
+// Health is nil while it consumes, else why not (for /readyz).
 type intakeRunner interface {
 	Run(ctx context.Context) error
+	Health() error
+}
+
+// topicIntake is a topic's intake whose Health names the topic.
+type topicIntake struct {
+	intakeRunner
+	topic string
+}
+
+func (t topicIntake) Health() error {
+	if err := t.intakeRunner.Health(); err != nil {
+		return fmt.Errorf("topic %s: %w", t.topic, err)
+	}
+	return nil
+}
+
+// intakesHealth is the first unhealthy intake's reason, or nil.
+func intakesHealth(intakes []intakeRunner) error {
+	for _, in := range intakes {
+		if err := in.Health(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // buildIntakes creates the intake of every topic that has one.
@@ -35,7 +60,7 @@ func buildIntakes(cfg config.Config, q *queue.Queue, reg prometheus.Registerer, 
 		if err != nil {
 			return nil, fmt.Errorf("intake of topic %s: %w", t.Name, err)
 		}
-		out = append(out, r)
+		out = append(out, topicIntake{intakeRunner: r, topic: t.Name})
 	}
 	return out, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,4 +86,33 @@ func TestDaemonTakesInXDelayMessagesFromRabbitMQ(t *testing.T) {
 	if string(d.Body) != "hello" || d.MessageId != "m1" || d.ContentType != "text/plain" || d.Headers["x-tenant"] != "acme" || d.RoutingKey != in {
 		t.Errorf("delivered %q id %q type %q headers %v key %q", d.Body, d.MessageId, d.ContentType, d.Headers, d.RoutingKey)
 	}
+}
+
+// TestReadyzReportsTheIntakeUntilItConsumes: /readyz is 503 naming the
+// topic and the queue while the intake's queue is missing, 200 once it
+// exists and the intake consumes, and 503 again when the queue is deleted.
+func TestReadyzReportsTheIntakeUntilItConsumes(t *testing.T) {
+	exchange := uniqueName("dbtest.intake-readyz.")
+	amqpTopicEnv(t, exchange)
+	ch, _ := declareBound(t, exchange)
+	in := exchange + ".in"
+	t.Setenv("DELAYBRIDGE_TOPIC_ORDERS_FORMAT", "envelope")
+	t.Setenv("DELAYBRIDGE_TOPIC_ORDERS_INTAKE", "amqp")
+	t.Setenv("DELAYBRIDGE_TOPIC_ORDERS_INTAKE_QUEUE", in)
+	d := startDaemon(t)
+	d.waitReadyz(20*time.Second, "503 naming the intake's queue", func(code int, body string) bool {
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "topic orders") &&
+			strings.Contains(body, "intake of queue "+in) && strings.Contains(body, "NOT_FOUND")
+	})
+	if _, err := ch.QueueDeclare(in, false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer ch.QueueDelete(in, false, false, false) //nolint:errcheck
+	d.waitReadyz(30*time.Second, "200 once the queue exists", func(code int, _ string) bool { return code == http.StatusOK })
+	if _, err := ch.QueueDelete(in, false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	d.waitReadyz(20*time.Second, "503 once the queue is gone", func(code int, body string) bool {
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "intake of queue "+in)
+	})
 }

@@ -120,7 +120,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	dests, stopWatch := watchDestinations(ctx, topics, log)
 	defer stopWatch()
 
-	stopHTTP, err := startHTTP(cfg.HTTPAddr, routes(reg, rdb, topics, dests), log)
+	stopHTTP, err := startHTTP(cfg.HTTPAddr, routes(reg, rdb, topics, dests, intakes), log)
 	if err != nil {
 		return err
 	}
@@ -186,8 +186,9 @@ func newRegistry() *prometheus.Registry {
 }
 
 // routes serves only metrics and probes. dests (nil: none) is the
-// destination watch whose last result /readyz reports.
-func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwarder.Topic, dests *destinationWatch) http.Handler {
+// destination watch whose last result /readyz reports, as it reports the
+// intakes' health.
+func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwarder.Topic, dests *destinationWatch, intakes []intakeRunner) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -199,6 +200,9 @@ func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwar
 		err := ready(ctx, rdb, topics)
 		if err == nil {
 			err = dests.err()
+		}
+		if err == nil {
+			err = intakesHealth(intakes)
 		}
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
