@@ -36,7 +36,7 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 		s.alarm.reset()
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
 		before := time.Now()
-		c, err := s.f.q.Claim(cctx, s.topic.Topic, s.slot, limit, opt.Lease)
+		c, err := s.f.q.ClaimAhead(cctx, s.topic.Topic, s.slot, limit, opt.Lease, s.lookAhead())
 		after := time.Now()
 		cancel()
 		if err != nil {
@@ -48,14 +48,19 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 		}
 		retry.Reset()
 		skew := c.Now.Sub(before.Add(after.Sub(before) / 2))
-		if n := len(c.Messages); n > 0 {
-			s.f.m.Claimed.WithLabelValues(s.topic.Name).Add(float64(n))
-			s.in.add(n)
-			handoff(batch{claimed: c.Messages, skew: skew, epoch: epoch, lease: s.leases.hold(c.Messages, before)})
-		}
 		if c.Dead > 0 {
 			s.f.m.Dead.WithLabelValues(s.topic.Name).Add(float64(c.Dead))
 			s.log.Warn("messages dead-lettered", "count", c.Dead, "err", "due time -inf can never be honoured")
+		}
+		if n := len(c.Messages); n > 0 {
+			s.f.m.Claimed.WithLabelValues(s.topic.Name).Add(float64(n))
+			s.in.add(n)
+			mk := func(part []queue.Claimed) batch {
+				return batch{claimed: part, skew: skew, epoch: epoch, lease: s.leases.hold(part, before)}
+			}
+			if !s.handOver(ctx, c, after, mk, handoff) {
+				return
+			}
 		}
 		// Members dead-lettered by the claim took room in it too.
 		if backlogged = len(c.Messages)+c.Dead >= limit; backlogged {

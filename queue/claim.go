@@ -15,6 +15,10 @@ type Claimed struct {
 	Due float64
 	// Attempts is how many publishes of this member failed before.
 	Attempts int
+	// Score is the member's score when it was claimed, in Unix
+	// milliseconds: its due time, or when a retry or a reap put it back. A
+	// member claimed ahead (see ClaimAhead) has a score above Claim.Now.
+	Score float64
 }
 
 // DueTime is Due as a time.Time.
@@ -24,7 +28,9 @@ func (c Claimed) DueTime() time.Time { return MillisTime(c.Due) }
 type Claim struct {
 	// Now is Redis's TIME when the claim ran.
 	Now time.Time
-	// Next is the lowest score left in the scheduled set, valid when HasNext.
+	// Next is the lowest score left in the scheduled set, valid when
+	// HasNext. A claim that took limit members reports none: more may be
+	// due, claim again.
 	Next    float64
 	HasNext bool
 	// Paused reports that the topic is paused (see Pause): nothing was
@@ -49,41 +55,52 @@ const claimChunk = 256
 // ARGV[1] -> most members to claim
 // ARGV[2] -> lease, ms
 // ARGV[3] -> "1" when the topic's members are envelopes
+// ARGV[4] -> look-ahead, ms (absent: 0)
 //
-// Returns {now, next, paused, dead, m1, due1, attempts1, m2, …}: now is Redis's time (ms,
-// with its microseconds as a fraction, so the scanner can sleep until the
-// next due time to the microsecond), next is the lowest score left in the
-// scheduled set ("" when empty), due is the original due time (kept from the
-// first claim through retries and reaps), attempts the failed attempts so
-// far, paused "1" when the slot's paused key exists: then nothing is claimed
-// and next is "" (a paused slot must be looked at again within the poll
-// interval, never at an overdue score, which would spin). A score of -inf
-// can never be honoured: such a member goes to the dead set instead (and,
-// for an envelope, leaves the ids index); dead counts them. Claiming leaves
-// the ids index alone: an id keeps naming its member while it is in flight.
+// Returns {now, next, paused, dead, m1, due1, attempts1, score1, m2, …}: now
+// is Redis's time (ms, with its microseconds as a fraction, so the scanner
+// can sleep until the next due time to the microsecond), next is the lowest
+// score left in the scheduled set ("" when empty, and when the claim took
+// limit members: then more may be due, claim again), due is the original due
+// time (kept from the first claim through retries and reaps), attempts the
+// failed attempts so far, score the member's score when claimed, paused "1"
+// when the slot's paused key exists: then nothing is claimed and next is ""
+// (a paused slot must be looked at again within the poll interval, never at
+// an overdue score, which would spin). A score of -inf can never be
+// honoured: such a member goes to the dead set instead (and, for an
+// envelope, leaves the ids index); dead counts them. Claiming leaves the ids
+// index alone: an id keeps naming its member while it is in flight.
+//
+// With a look-ahead, members scored up to now + look-ahead are claimed too:
+// the caller holds those whose score is above now until their score has
+// passed on Redis's clock, never publishing one early. Their lease counts
+// from now + look-ahead, so it covers the hold.
 //
 // When nothing is due it only reads the first score: an idle slot costs one
-// command besides TIME. Otherwise the records of the claimed members are read
-// and written with one variadic command per chunk (claimChunk).
+// command besides TIME and the pause check. Otherwise the records of the
+// claimed members are read and written with one variadic command per chunk
+// (claimChunk). Attempts are looked up only for members that have a due
+// record (were claimed before): a member that failed keeps its due record
+// until it is settled for good, so a first claim costs no attempts lookup.
 var claimScript = slotScript(nowLua, idsLua, buryLua, fmt.Sprintf("local chunk = %d\n", claimChunk), `
 local out = {string.format('%.3f', tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000), '', '0', '0'}
 if redis.call('HLEN', paused) > 0 then
   out[3] = '1'
   return out
 end
+local horizon = now + math.max(tonumber(ARGV[4] or '0') or 0, 0)
 local head = redis.call('ZRANGE', sched, 0, 0, 'WITHSCORES')
-if not head[2] or tonumber(head[2]) > now then
+if not head[2] or tonumber(head[2]) > horizon then
   if head[2] then out[2] = head[2] end
   return out
 end
 local limit = tonumber(ARGV[1])
-local deadline = now + tonumber(ARGV[2])
+local deadline = horizon + tonumber(ARGV[2])
 local envelopes = ARGV[3] == '1'
-local items = redis.call('ZRANGEBYSCORE', sched, '-inf', string.format('%.0f', now), 'WITHSCORES', 'LIMIT', 0, limit)
+local items = redis.call('ZRANGEBYSCORE', sched, '-inf', string.format('%.0f', horizon), 'WITHSCORES', 'LIMIT', 0, limit)
 local n = #items / 2
 if n > 0 then
   redis.call('ZREMRANGEBYRANK', sched, 0, n - 1)
-  local failed = redis.call('HLEN', attempts) > 0
   local ms, ss, buried = {}, {}, 0
   for i = 1, #items, 2 do
     local m, s = items[i], items[i + 1]
@@ -99,7 +116,14 @@ if n > 0 then
     local last = math.min(c + chunk - 1, #ms)
     local part = {unpack(ms, c, last)}
     local known = redis.call('HMGET', dues, unpack(part))
-    local atts = failed and redis.call('HMGET', attempts, unpack(part)) or {}
+    local again, atts = {}, {}
+    for j = 1, #part do
+      if known[j] then again[#again + 1] = part[j] end
+    end
+    if #again > 0 then
+      local a = redis.call('HMGET', attempts, unpack(again))
+      for j = 1, #again do atts[again[j]] = a[j] end
+    end
     local record, lease = {}, {}
     for j = 1, #part do
       local m, due = part[j], known[j]
@@ -112,61 +136,87 @@ if n > 0 then
       lease[#lease + 1] = m
       out[#out + 1] = m
       out[#out + 1] = due
-      out[#out + 1] = atts[j] or '0'
+      out[#out + 1] = atts[m] or '0'
+      out[#out + 1] = ss[c + j - 1]
     end
     if #record > 0 then redis.call('HSET', dues, unpack(record)) end
     redis.call('ZADD', inflight, unpack(lease))
   end
 end
+if n >= limit then return out end
 local nxt = redis.call('ZRANGE', sched, 0, 0, 'WITHSCORES')
 if nxt[2] then out[2] = nxt[2] end
 return out
 `)
 
 // claimHeader is the number of elements before the first member of
-// claimScript's reply: now, next, paused, dead.
-const claimHeader = 4
+// claimScript's reply: now, next, paused, dead; claimFields the number of
+// elements per member: member, due, attempts, score.
+const (
+	claimHeader = 4
+	claimFields = 4
+)
 
 // Claim moves up to limit due members of one slot to the in-flight set with a
 // lease, in score order.
 func (q *Queue) Claim(ctx context.Context, t Topic, slot, limit int, lease time.Duration) (Claim, error) {
+	return q.ClaimAhead(ctx, t, slot, limit, lease, 0)
+}
+
+// ClaimAhead is Claim that also takes the members falling due within ahead
+// after Redis's now (whole milliseconds; 0 is Claim). A member whose Score is
+// above Claim.Now is not due yet: the caller holds it until its score has
+// passed on Redis's clock (see Claim.Now) and never publishes it earlier.
+// The lease counts from now + ahead, so it covers the hold.
+func (q *Queue) ClaimAhead(ctx context.Context, t Topic, slot, limit int, lease, ahead time.Duration) (Claim, error) {
 	k := t.Keys(slot)
 	res, err := claimScript.Run(ctx, q.rdb, slotKeys(k),
-		limit, lease.Milliseconds(), flag(t.envelope())).StringSlice()
+		limit, lease.Milliseconds(), flag(t.envelope()), max(ahead.Milliseconds(), 0)).StringSlice()
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim %s: %w", k.Scheduled, err)
 	}
-	if len(res) < claimHeader || (len(res)-claimHeader)%3 != 0 {
-		return Claim{}, fmt.Errorf("claim %s: malformed reply of %d elements", k.Scheduled, len(res))
+	c, err := parseClaim(res)
+	if err != nil {
+		return Claim{}, fmt.Errorf("claim %s: %w", k.Scheduled, err)
+	}
+	return c, nil
+}
+
+// parseClaim reads claimScript's reply.
+func parseClaim(res []string) (Claim, error) {
+	if len(res) < claimHeader || (len(res)-claimHeader)%claimFields != 0 {
+		return Claim{}, fmt.Errorf("malformed reply of %d elements", len(res))
 	}
 	now, err := strconv.ParseFloat(res[0], 64)
 	if err != nil {
-		return Claim{}, fmt.Errorf("claim %s: parse now %q: %w", k.Scheduled, res[0], err)
+		return Claim{}, fmt.Errorf("parse now %q: %w", res[0], err)
 	}
 	c := Claim{Now: MillisTime(now), Paused: res[2] == "1"}
 	if c.Dead, err = strconv.Atoi(res[3]); err != nil {
-		return Claim{}, fmt.Errorf("claim %s: parse dead %q: %w", k.Scheduled, res[3], err)
+		return Claim{}, fmt.Errorf("parse dead %q: %w", res[3], err)
 	}
 	if res[1] != "" {
 		if c.Next, err = strconv.ParseFloat(res[1], 64); err != nil {
-			return Claim{}, fmt.Errorf("claim %s: parse next %q: %w", k.Scheduled, res[1], err)
+			return Claim{}, fmt.Errorf("parse next %q: %w", res[1], err)
 		}
 		c.HasNext = true
 	}
-	if n := (len(res) - claimHeader) / 3; n > 0 {
+	if n := (len(res) - claimHeader) / claimFields; n > 0 {
 		c.Messages = make([]Claimed, n)
 	}
 	for i := range c.Messages {
-		j := claimHeader + 3*i
-		due, err := strconv.ParseFloat(res[j+1], 64)
-		if err != nil {
-			return Claim{}, fmt.Errorf("claim %s: parse due %q: %w", k.Scheduled, res[j+1], err)
+		j := claimHeader + claimFields*i
+		m := Claimed{Member: res[j]}
+		if m.Due, err = strconv.ParseFloat(res[j+1], 64); err != nil {
+			return Claim{}, fmt.Errorf("parse due %q: %w", res[j+1], err)
 		}
-		att, err := strconv.Atoi(res[j+2])
-		if err != nil {
-			return Claim{}, fmt.Errorf("claim %s: parse attempts %q: %w", k.Scheduled, res[j+2], err)
+		if m.Attempts, err = strconv.Atoi(res[j+2]); err != nil {
+			return Claim{}, fmt.Errorf("parse attempts %q: %w", res[j+2], err)
 		}
-		c.Messages[i] = Claimed{Member: res[j], Due: due, Attempts: att}
+		if m.Score, err = strconv.ParseFloat(res[j+3], 64); err != nil {
+			return Claim{}, fmt.Errorf("parse score %q: %w", res[j+3], err)
+		}
+		c.Messages[i] = m
 	}
 	return c, nil
 }

@@ -35,3 +35,20 @@ func TestExtendKeepsALiveClaimFromBeingReaped(t *testing.T) {
 		t.Errorf("after the extensions stopped, reaped %d (%v), want 1", r.Reaped, err)
 	}
 }
+
+func TestExtendNeverShortensALease(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, FormatRaw, 1)
+	f.zadd(0, f.redisNow()-10, "held")
+	if c := f.claim(0, 10, time.Hour); len(c.Messages) != 1 {
+		t.Fatalf("claimed %v", members(c))
+	}
+	before, _ := f.zscore(f.tp.Keys(0).Inflight, "held")
+	n, err := f.q.Extend(f.ctx, f.tp, 0, []string{"held"}, time.Second)
+	if err != nil || n != 0 {
+		t.Fatalf("extend: %d %v, want 0 (the lease is already later)", n, err)
+	}
+	if after, _ := f.zscore(f.tp.Keys(0).Inflight, "held"); after != before {
+		t.Errorf("lease moved from %v to %v by a shorter extension", before, after)
+	}
+}

@@ -1,0 +1,101 @@
+package forwarder
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+// holdRig is one slot's scanner, driven by hand: the test claims ahead
+// itself and calls handOver.
+type holdRig struct {
+	q     *queue.Queue
+	topic queue.Topic
+	s     *scanner
+}
+
+func newHoldRig(t *testing.T) *holdRig {
+	t.Helper()
+	q, prefix := testRedis(t)
+	topic := queue.Topic{Name: "held", Prefix: prefix}
+	f, err := New(Options{Queue: q, Topics: []Topic{{topic, newRecordSink()}}, KeyPrefix: prefix, AllSlots: true,
+		Metrics: NewMetrics(prometheus.NewRegistry())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &holdRig{q: q, topic: topic, s: f.newScanner(slotKey{}, newAlarm())}
+}
+
+// claimAheadOf schedules member due in d and claims it ahead.
+func (r *holdRig) claimAheadOf(t *testing.T, member string, d time.Duration) (queue.Claim, time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := r.q.ScheduleMember(ctx, r.topic, []byte(member), queue.In(d)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.q.ClaimAhead(ctx, r.topic, 0, 10, time.Minute, 2*d)
+	after := time.Now()
+	if err != nil || len(c.Messages) != 1 {
+		t.Fatalf("claim ahead: %v, %d messages", err, len(c.Messages))
+	}
+	r.s.in.add(1)
+	return c, after
+}
+
+func TestMessageClaimedAheadIsHandedOverNoEarlierThanItsScore(t *testing.T) {
+	t.Parallel()
+	r := newHoldRig(t)
+	c, after := r.claimAheadOf(t, "m", 300*time.Millisecond)
+	score := queue.MillisTime(c.Messages[0].Score)
+	if !score.After(c.Now) {
+		t.Fatalf("score %v not after the claim's now %v: nothing was claimed ahead", score, c.Now)
+	}
+	var handed []time.Time
+	mk := func(part []queue.Claimed) batch { return batch{claimed: part} }
+	ok := r.s.handOver(context.Background(), c, after, mk, func(batch) { handed = append(handed, time.Now()) })
+	if !ok || len(handed) != 1 {
+		t.Fatalf("handOver = %v, handed %d batches; want true, 1", ok, len(handed))
+	}
+	redisNow, err := r.q.Client().Time(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Redis's clock when the batch was handed over: no earlier than the
+	// score. The local clock is Redis's here (same machine), so compare
+	// both ways: the hand-over time and Redis's TIME after it.
+	if handed[0].Before(score) || redisNow.Before(score) {
+		t.Errorf("handed over at %v (Redis now %v), before the score %v", handed[0], redisNow, score)
+	}
+}
+
+func TestStopWhileHoldingReturnsTheMessageUnpublishedAtItsDue(t *testing.T) {
+	t.Parallel()
+	r := newHoldRig(t)
+	c, after := r.claimAheadOf(t, "m", 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	mk := func(part []queue.Claimed) batch { return batch{claimed: part} }
+	handed := 0
+	if r.s.handOver(ctx, c, after, mk, func(batch) { handed++ }) {
+		t.Fatal("handOver returned true after its context ended")
+	}
+	if handed != 0 {
+		t.Fatalf("handed over %d batches of a message due in 10 s", handed)
+	}
+	k := r.topic.Keys(0)
+	bg := context.Background()
+	if n, _ := r.q.Client().ZCard(bg, k.Inflight).Result(); n != 0 {
+		t.Errorf("%d left in flight", n)
+	}
+	score, err := r.q.Client().ZScore(bg, k.Scheduled, "m").Result()
+	if err != nil || score != c.Messages[0].Score {
+		t.Errorf("back in scheduled with score %v (%v), want %v", score, err, c.Messages[0].Score)
+	}
+	if r.s.in.n != 0 {
+		t.Errorf("in flight count %d after the return, want 0", r.s.in.n)
+	}
+}
