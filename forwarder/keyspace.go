@@ -218,7 +218,7 @@ func (f *Forwarder) keyEvent(ev queue.KeyEvent) {
 	case suffix == "":
 		f.wakes.wake(k, math.Inf(-1))
 	case suffix == ":inflight":
-		f.reaps.note(k, time.Now().Add(f.opt.Lease))
+		f.reaps.note(k, time.Now().Add(f.opt.Lease+f.reapGrace()))
 	}
 }
 

@@ -26,9 +26,6 @@ const (
 	// reapPace is the wait before a slot whose reap left work (more expired
 	// leases, or a sweep half done) is reaped again.
 	reapPace = 5 * time.Second
-	// reapMargin is added to a lease deadline: Redis returns a lease once
-	// its deadline has passed, not at it.
-	reapMargin = 2 * time.Millisecond
 )
 
 // reapSafety is the longest a slot goes unreaped: with notifications
@@ -39,6 +36,15 @@ func (f *Forwarder) reapSafety() time.Duration {
 		return reapSafetyKeyspace
 	}
 	return min(max(f.opt.Lease, 5*time.Second), 5*time.Minute)
+}
+
+// reapGrace is how long after a lease's deadline the reaper looks: a live
+// claimer renews its slow batches' leases a third of a lease ahead, but on a
+// loaded machine a renewal may come late, and reaping at the very deadline
+// would publish such a batch twice. An eighth of the lease (at most 1 s) is
+// what the reaper's old fixed pace (a quarter of the lease) gave on average.
+func (f *Forwarder) reapGrace() time.Duration {
+	return min(max(f.opt.Lease/8, 2*time.Millisecond), time.Second)
 }
 
 // reapSchedule is when each owned slot is reaped next.
@@ -171,7 +177,7 @@ func (f *Forwarder) reap(ctx context.Context, k slotKey, cursor string) string {
 			case cursor != "0":
 				f.reaps.note(k, time.Now().Add(reapPace)) // sweep on
 			case r.HasNext:
-				f.reaps.note(k, time.Now().Add(r.NextLease.Sub(r.Now)+reapMargin))
+				f.reaps.note(k, time.Now().Add(r.NextLease.Sub(r.Now)+f.reapGrace()))
 			}
 			return cursor
 		}

@@ -135,7 +135,7 @@ func (s *scanner) run(ctx context.Context) {
 // replica dies, the slot's next owner reaps it when it acquires the slot,
 // and if it lives, its own reaper looks when the lease could expire.
 func (s *scanner) leased() {
-	s.f.reaps.note(s.key, time.Now().Add(s.f.opt.Lease))
+	s.f.reaps.note(s.key, time.Now().Add(s.f.opt.Lease+s.f.reapGrace()))
 }
 
 // sleep waits for d, a wake-up or the end of ctx; false when ctx ended.
