@@ -115,8 +115,11 @@ func (f *Forwarder) keyspaceWanted(ctx context.Context) (mode, why string) {
 	switch {
 	case errors.Is(err, queue.ErrKeyspaceCluster):
 		return modePoll, "Redis Cluster: notifications are per node"
+	case err != nil && refused(err):
+		// Not the error's text: it names the refusal the ACL tests look for.
+		return modePoll, "setting unknown: CONFIG GET refused (an ACL without +config|get, or a managed Redis)"
 	case err != nil:
-		return modePoll, "setting unknown (CONFIG GET refused or failed: " + err.Error() + ")"
+		return modePoll, "setting unknown: " + err.Error()
 	}
 	s := queue.ParseKeyspaceFlags(flags)
 	switch {
@@ -127,6 +130,14 @@ func (f *Forwarder) keyspaceWanted(ctx context.Context) (mode, why string) {
 	default:
 		return modePoll, "notify-keyspace-events=" + strconv.Quote(flags) + " lacks K and z (or K and A)"
 	}
+}
+
+// refused reports whether Redis refused a command (ACL, or a managed
+// Redis that renamed or disabled it), rather than failed to answer.
+func refused(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "NOPERM") || strings.Contains(msg, "unknown command") ||
+		strings.Contains(msg, "no permissions")
 }
 
 // setMode records the mode in force and shows it on the gauge.

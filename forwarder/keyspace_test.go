@@ -216,3 +216,42 @@ func TestIdleSlotsCostNoCommandsWithKeyspaceEvents(t *testing.T) {
 		t.Errorf("%d commands in 3 s for 128 idle slots (%v), want at most 30", total, counts)
 	}
 }
+
+func TestKeyspaceEventsFindTheirSlot(t *testing.T) {
+	sink := newRecordSink()
+	f, err := New(Options{
+		Queue: queue.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:0"})),
+		Topics: []Topic{
+			{Topic: queue.Topic{Name: "orders", Prefix: "dq", Slots: 8}, Sink: sink},
+			{Topic: queue.Topic{Name: "a:b", Prefix: "dq", Slots: 2}, Sink: sink},
+			{Topic: queue.Topic{Name: "legacy", Prefix: "dq", Key: "delayqueue"}, Sink: sink},
+		},
+		Metrics: NewMetrics(prometheus.NewRegistry()),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.q.Client().Close()
+	type found struct {
+		k      slotKey
+		suffix string
+		ok     bool
+	}
+	for key, want := range map[string]found{
+		"dq:{orders:5}":          {slotKey{0, 5}, "", true},
+		"dq:{orders:5}:inflight": {slotKey{0, 5}, ":inflight", true},
+		"dq:{orders:12}":         {slotKey{0, 12}, "", true}, // stranded beyond the slot count
+		"dq:{a:b:1}:paused":      {slotKey{1, 1}, ":paused", true},
+		"delayqueue":             {slotKey{2, 0}, "", true},
+		"{delayqueue}:inflight":  {slotKey{2, 0}, ":inflight", true},
+		"dq:{other:1}":           {},
+		"dq:{orders:x}":          {},
+		"dq:{legacy:0}":          {}, // an adopted topic has no slotted keys
+		"delayqueue2":            {},
+	} {
+		k, suffix, ok := f.slotOfKey(key)
+		if got := (found{k, suffix, ok}); got != want {
+			t.Errorf("slotOfKey(%q) = %+v, want %+v", key, got, want)
+		}
+	}
+}
