@@ -17,7 +17,8 @@
 // messages and the slot-order rules after a lost connection) and lease.go
 // (renewing the leases of slow batches). Around the scanners: forwarder.go
 // (options, Run, starting and stopping scanners), ownership.go, reaper.go,
-// wake.go, backlog.go, stranded.go (slots beyond a topic's slot count, left
+// wake.go, keyspace.go (Redis keyspace notifications: idle slots sleep until
+// an event instead of polling), backlog.go, stranded.go (slots beyond a topic's slot count, left
 // by a resize, join the owned slots until drained) and metrics.go.
 package forwarder
 
