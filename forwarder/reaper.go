@@ -104,17 +104,18 @@ func (r *reapSchedule) poke() {
 	}
 }
 
-// due takes the slots whose time has come, moving each to later (its next
-// reap sets it earlier again), and returns when the next one is due.
-func (r *reapSchedule) due(now, later time.Time) ([]slotKey, time.Time) {
+// due takes the slots whose time has come, moving each to the far future
+// (its reap schedules the next), and returns when the next one is due, at
+// the latest by limit.
+func (r *reapSchedule) due(now, limit time.Time) ([]slotKey, time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var ks []slotKey
-	first := later
+	first := limit
 	for k, t := range r.next {
 		if !t.After(now) {
 			ks = append(ks, k)
-			r.next[k] = later
+			r.next[k] = never
 			continue
 		}
 		if t.Before(first) {
@@ -124,13 +125,16 @@ func (r *reapSchedule) due(now, later time.Time) ([]slotKey, time.Time) {
 	return ks, first
 }
 
+// never is a time no reap is scheduled for.
+var never = time.Unix(1<<62, 0)
+
 // reapLoop reaps the owned slots when they are due (see reapSchedule), until
 // ctx ends.
 func (f *Forwarder) reapLoop(ctx context.Context) {
 	cursors := map[slotKey]string{}
 	for {
 		now := time.Now()
-		ks, first := f.reaps.due(now, now.Add(f.reapSafety()))
+		ks, first := f.reaps.due(now, now.Add(time.Minute))
 		for _, k := range ks {
 			if ctx.Err() != nil {
 				return
@@ -158,8 +162,8 @@ func (f *Forwarder) reap(ctx context.Context, k slotKey, cursor string) string {
 			if ctx.Err() == nil {
 				f.m.RedisErrs.WithLabelValues("reap").Inc()
 				f.log.Warn("reap failed", "topic", t.Name, "slot", k.slot, "err", err)
-				f.reaps.note(k, time.Now().Add(reapPace))
 			}
+			f.reaps.note(k, time.Now().Add(reapPace))
 			return cursor
 		}
 		cursor = r.Cursor
@@ -173,6 +177,10 @@ func (f *Forwarder) reap(ctx context.Context, k slotKey, cursor string) string {
 			f.log.Warn("dead-lettered messages that can never fall due", "topic", t.Name, "slot", k.slot, "count", r.Dead)
 		}
 		if r.Reaped < reapLimit {
+			// The safety reap is planned in the mode in force now; a slot
+			// reaped while polling is planned again by the sweep when
+			// notifications start.
+			f.reaps.note(k, time.Now().Add(f.reapSafety()))
 			switch {
 			case cursor != "0":
 				f.reaps.note(k, time.Now().Add(reapPace)) // sweep on
