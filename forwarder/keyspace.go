@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -51,11 +52,15 @@ func (k *keyspaceState) get() string {
 }
 
 // pollInterval is the longest an idle slot sleeps in the mode in force.
+// The safety poll of the notification modes is shortened by up to a tenth
+// at random: every slot starts (and sweeps) at the same moment, and its
+// claims would otherwise arrive as one burst per interval forever.
 func (f *Forwarder) pollInterval() time.Duration {
 	if f.ks.get() == modePoll {
 		return f.opt.PollInterval
 	}
-	return f.opt.KeyspacePollInterval
+	d := f.opt.KeyspacePollInterval
+	return d - time.Duration(rand.Int64N(int64(d/10)+1))
 }
 
 // keyspaceLoop keeps the mode right until ctx ends: it reads the Redis
