@@ -31,7 +31,10 @@ type Config struct {
 	RetryBackoff       time.Duration
 	RetryBackoffMax    time.Duration
 	PollInterval       time.Duration
-	ShutdownTimeout    time.Duration
+	// KeyspaceEvents is auto or off (see forwarder.Options.KeyspaceEvents).
+	KeyspaceEvents       string
+	KeyspacePollInterval time.Duration
+	ShutdownTimeout      time.Duration
 
 	HTTPAddr  string
 	LogLevel  string // debug, info, warn, error

@@ -54,7 +54,9 @@ type env struct {
 	MaxAttempts        string `envconfig:"MAX_ATTEMPTS" default:"10" desc:"failed publishes before a message goes to the dead set"`
 	RetryBackoff       string `envconfig:"RETRY_BACKOFF" default:"1s" desc:"wait before the first retry; doubles each attempt"`
 	RetryBackoffMax    string `envconfig:"RETRY_BACKOFF_MAX" default:"5m" desc:"longest wait between retries"`
-	PollInterval       string `envconfig:"POLL_INTERVAL" default:"1s" desc:"longest sleep of an idle slot before it looks again"`
+	PollInterval       string `envconfig:"POLL_INTERVAL" default:"1s" desc:"longest sleep of an idle slot before it looks again, without keyspace notifications"`
+	KeyspaceEvents     string `envconfig:"KEYSPACE_EVENTS" default:"auto" desc:"auto: wake idle slots with Redis keyspace notifications when notify-keyspace-events has K and z (or K and A); off: poll every POLL_INTERVAL"`
+	KeyspacePoll       string `envconfig:"KEYSPACE_POLL_INTERVAL" default:"1m" desc:"longest sleep of an idle slot while keyspace notifications are used (a safety net)"`
 	ShutdownTimeout    string `envconfig:"SHUTDOWN_TIMEOUT" default:"20s" desc:"on SIGTERM, how long in-flight batches may take before they are returned"`
 
 	HTTPAddr  string `envconfig:"HTTP_ADDR" default:":8080" desc:"listen address of /metrics, /healthz and /readyz (port 0: any free port)"`

@@ -104,6 +104,8 @@ func (p *parser) global(e *env) Config {
 		p.fail("RETRY_BACKOFF_MAX", e.RetryBackoffMax, "must not be shorter than "+Prefix+"_RETRY_BACKOFF")
 	}
 	c.PollInterval = p.duration("POLL_INTERVAL", e.PollInterval, time.Millisecond, time.Hour)
+	c.KeyspaceEvents = p.oneOf("KEYSPACE_EVENTS", e.KeyspaceEvents, "auto", "off")
+	c.KeyspacePollInterval = p.duration("KEYSPACE_POLL_INTERVAL", e.KeyspacePoll, time.Millisecond, time.Hour)
 	c.ShutdownTimeout = p.duration("SHUTDOWN_TIMEOUT", e.ShutdownTimeout, time.Second/10, 0)
 
 	if _, port, err := net.SplitHostPort(e.HTTPAddr); err != nil {

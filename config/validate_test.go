@@ -36,6 +36,8 @@ func TestLoadRejects(t *testing.T) {
 		{"http addr without port", map[string]string{"HTTP_ADDR": "localhost"}, []string{"HTTP_ADDR"}, "host:port"},
 		{"http port too large", map[string]string{"HTTP_ADDR": ":65536"}, []string{"HTTP_ADDR"}, "0 to 65535"},
 		{"poll interval over an hour", map[string]string{"POLL_INTERVAL": "2h"}, []string{"POLL_INTERVAL"}, "at most 1h0m0s"},
+		{"keyspace events neither auto nor off", map[string]string{"KEYSPACE_EVENTS": "on"}, []string{"KEYSPACE_EVENTS"}, "auto"},
+		{"keyspace poll interval not a duration", map[string]string{"KEYSPACE_POLL_INTERVAL": "soon"}, []string{"KEYSPACE_POLL_INTERVAL"}, ""},
 		{"lease too short", map[string]string{"LEASE": "10ms"}, []string{"LEASE"}, "at least 100ms"},
 		{"retry max below retry", map[string]string{"RETRY_BACKOFF": "10s", "RETRY_BACKOFF_MAX": "5s"}, []string{"RETRY_BACKOFF_MAX"}, "not be shorter"},
 		{"batch size too large", map[string]string{"BATCH_SIZE": "5001"}, []string{"BATCH_SIZE"}, "1 to 5000"},

@@ -2,10 +2,17 @@ package forwarder
 
 import (
 	"context"
+	"sync"
 	"time"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // backlogLoop refreshes the backlog gauges of the owned slots until ctx ends.
+// With keyspace notifications of every class (modeAll) a slot is read again
+// only when it may have changed: an event or a wake-up came for it, or time
+// alone changes its numbers (a message falls due, or some are overdue); else
+// its last numbers are reused. Without them every slot is read each time.
 func (f *Forwarder) backlogLoop(ctx context.Context) {
 	for {
 		f.refreshBacklog(ctx)
@@ -27,15 +34,24 @@ type backlog struct {
 
 func (f *Forwarder) refreshBacklog(ctx context.Context) {
 	per := make([]backlog, len(f.opt.Topics))
-	for _, k := range f.ownedSlots() {
-		sctx, cancel := context.WithTimeout(ctx, redisTimeout)
-		st, err := f.q.Stats(sctx, f.opt.Topics[k.topic].Topic, k.slot)
-		cancel()
-		if err != nil {
-			if ctx.Err() == nil {
-				f.m.RedisErrs.WithLabelValues("stats").Inc()
+	owned := f.ownedSlots()
+	f.stats.keep(owned)
+	events := f.ks.get() == modeAll
+	for _, k := range owned {
+		st, fresh := f.stats.reuse(k, events)
+		if !fresh {
+			sctx, cancel := context.WithTimeout(ctx, redisTimeout)
+			var err error
+			st, err = f.q.Stats(sctx, f.opt.Topics[k.topic].Topic, k.slot)
+			cancel()
+			if err != nil {
+				f.stats.mark(k)
+				if ctx.Err() == nil {
+					f.m.RedisErrs.WithLabelValues("stats").Inc()
+				}
+				return // keep the last values rather than report a partial sum
 			}
-			return // keep the last values rather than report a partial sum
+			f.stats.store(k, st)
 		}
 		p := &per[k.topic]
 		p.scheduled += st.Scheduled
@@ -88,4 +104,79 @@ func (f *Forwarder) probePaused(ctx context.Context, per []backlog) bool {
 		per[i].paused = st.Pause.Paused
 	}
 	return true
+}
+
+// statsCache holds the last stats of each owned slot and whether the slot
+// may have changed since (an event or wake-up marked it).
+type statsCache struct {
+	mu    sync.Mutex
+	last  map[slotKey]cachedStats
+	dirty map[slotKey]bool
+}
+
+type cachedStats struct {
+	st queue.SlotStats
+	at time.Time // local time of the read
+}
+
+func newStatsCache() *statsCache {
+	return &statsCache{last: map[slotKey]cachedStats{}, dirty: map[slotKey]bool{}}
+}
+
+// mark records that k may have changed.
+func (c *statsCache) mark(k slotKey) {
+	c.mu.Lock()
+	c.dirty[k] = true
+	c.mu.Unlock()
+}
+
+// all forgets every slot's numbers (notifications may have been lost).
+func (c *statsCache) all() {
+	c.mu.Lock()
+	clear(c.last)
+	c.mu.Unlock()
+}
+
+// keep forgets the slots not in owned.
+func (c *statsCache) keep(owned []slotKey) {
+	in := make(map[slotKey]bool, len(owned))
+	for _, k := range owned {
+		in[k] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.last {
+		if !in[k] {
+			delete(c.last, k)
+		}
+	}
+	for k := range c.dirty {
+		if !in[k] {
+			delete(c.dirty, k)
+		}
+	}
+}
+
+// reuse returns k's last numbers and true when they still hold: events
+// announce every change (trust) and none came, and time alone cannot have
+// changed them (nothing overdue, the next due time not reached). Otherwise
+// it clears k's mark before the caller reads it, so a change during the
+// read marks it again.
+func (c *statsCache) reuse(k slotKey, trust bool) (queue.SlotStats, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, ok := c.last[k]
+	if trust && ok && !c.dirty[k] && l.st.Overdue == 0 &&
+		(l.st.NextDue.IsZero() || l.st.Now.Add(time.Since(l.at)).Before(l.st.NextDue)) {
+		return l.st, true
+	}
+	delete(c.dirty, k)
+	return queue.SlotStats{}, false
+}
+
+// store records k's numbers just read.
+func (c *statsCache) store(k slotKey, st queue.SlotStats) {
+	c.mu.Lock()
+	c.last[k] = cachedStats{st: st, at: time.Now()}
+	c.mu.Unlock()
 }

@@ -67,12 +67,17 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 			continue // more may be due already
 		}
 		// Look again when the next message falls due, at the latest after
-		// the poll interval (a message scheduled earlier rings the alarm).
-		// A paused slot reports no next: it naps the poll interval, and
-		// Resume's wake-up rings the alarm.
-		target := queue.Millis(c.Now) + float64(opt.PollInterval)/float64(time.Millisecond)
+		// the poll interval (a message scheduled earlier rings the alarm;
+		// with keyspace notifications the interval is long, see
+		// keyspace.go). A paused slot reports no next: it naps the poll
+		// interval, and Resume's wake-up rings the alarm. A score of +inf
+		// never falls due: the reaper dead-letters it.
+		target := queue.Millis(c.Now) + float64(s.f.pollInterval())/float64(time.Millisecond)
 		if c.HasNext {
 			target = min(target, c.Next)
+			if math.IsInf(c.Next, 1) {
+				s.f.reaps.note(s.key, time.Now())
+			}
 		}
 		if !s.nap(ctx, target, skew) {
 			return

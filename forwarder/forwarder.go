@@ -17,7 +17,8 @@
 // messages and the slot-order rules after a lost connection) and lease.go
 // (renewing the leases of slow batches). Around the scanners: forwarder.go
 // (options, Run, starting and stopping scanners), ownership.go, reaper.go,
-// wake.go, backlog.go, stranded.go (slots beyond a topic's slot count, left
+// wake.go, keyspace.go (Redis keyspace notifications: idle slots sleep until
+// an event instead of polling), backlog.go, stranded.go (slots beyond a topic's slot count, left
 // by a resize, join the owned slots until drained) and metrics.go.
 package forwarder
 
@@ -65,8 +66,16 @@ type Options struct {
 	// RetryBackoff is the wait before the first retry, doubled per attempt up
 	// to RetryBackoffMax (defaults 1s and 5m).
 	RetryBackoff, RetryBackoffMax time.Duration
-	// PollInterval is the longest an idle slot sleeps (default 1s).
+	// PollInterval is the longest an idle slot sleeps without keyspace
+	// notifications (default 1s).
 	PollInterval time.Duration
+	// KeyspaceEvents is "auto" (default: use Redis's keyspace notifications
+	// when notify-keyspace-events delivers them, see keyspace.go) or "off".
+	KeyspaceEvents string
+	// KeyspacePollInterval is the longest an idle slot sleeps while keyspace
+	// notifications are used (default 1m): a safety net only, since a ZADD
+	// or a wake-up wakes the slot's scanner.
+	KeyspacePollInterval time.Duration
 	// ShutdownTimeout bounds how long in-flight batches may take once the
 	// context ends (default 20s); what is left is returned to Redis.
 	ShutdownTimeout time.Duration
@@ -119,6 +128,14 @@ func (o *Options) defaults() error {
 	setDur(&o.RetryBackoff, time.Second)
 	setDur(&o.RetryBackoffMax, 5*time.Minute)
 	setDur(&o.PollInterval, time.Second)
+	setDur(&o.KeyspacePollInterval, time.Minute)
+	switch o.KeyspaceEvents {
+	case "":
+		o.KeyspaceEvents = "auto"
+	case "auto", "off":
+	default:
+		return fmt.Errorf("forwarder: keyspace events %q: want auto or off", o.KeyspaceEvents)
+	}
 	setDur(&o.ShutdownTimeout, 20*time.Second)
 	setDur(&o.HeartbeatInterval, time.Second)
 	setDur(&o.HeartbeatTTL, 5*time.Second)
@@ -148,6 +165,14 @@ type Forwarder struct {
 	m     *Metrics
 	log   *slog.Logger
 	wakes *wakeups
+	// ks is the keyspace notification mode in force (keyspace.go).
+	ks keyspaceState
+	// reaps is when each owned slot is reaped next (reaper.go).
+	reaps *reapSchedule
+	// stats caches the owned slots' backlog numbers (backlog.go).
+	stats *statsCache
+	// topicIndex maps a topic's name to its index in Options.Topics.
+	topicIndex map[string]int
 	// retry is the wait before a refused message's next attempt:
 	// Delay(n-1) after n failed attempts.
 	retry backoff.Policy
@@ -184,17 +209,22 @@ func New(opt Options) (*Forwarder, error) {
 	if m == nil {
 		return nil, errors.New("forwarder: no metrics")
 	}
-	for _, t := range opt.Topics {
+	index := map[string]int{}
+	for i, t := range opt.Topics {
 		m.initTopic(t.Name)
+		index[t.Name] = i
 	}
 	return &Forwarder{
-		opt:   opt,
-		q:     opt.Queue,
-		m:     m,
-		log:   opt.Log,
-		wakes: newWakeups(),
-		retry: retryPolicy(opt),
-		owned: map[slotKey]*running{},
+		opt:        opt,
+		q:          opt.Queue,
+		m:          m,
+		log:        opt.Log,
+		wakes:      newWakeups(),
+		reaps:      newReapSchedule(),
+		stats:      newStatsCache(),
+		topicIndex: index,
+		retry:      retryPolicy(opt),
+		owned:      map[slotKey]*running{},
 	}, nil
 }
 
@@ -214,6 +244,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		}()
 	}
 	run(f.listenWake)
+	run(f.keyspaceLoop)
 	run(f.reapLoop)
 	run(f.backlogLoop)
 	run(f.strandedLoop)
@@ -244,6 +275,7 @@ func (f *Forwarder) setOwnedAsync(ctx context.Context, want map[slotKey]bool) {
 			r.cancel()
 			delete(f.owned, k)
 			f.wakes.remove(k)
+			f.reaps.drop(k)
 		}
 	}
 	for k := range want {
@@ -254,6 +286,7 @@ func (f *Forwarder) setOwnedAsync(ctx context.Context, want map[slotKey]bool) {
 		r := &running{cancel: cancel, alarm: newAlarm()}
 		f.owned[k] = r
 		f.wakes.add(k, r.alarm)
+		f.reaps.acquire(k)
 		s := f.newScanner(k, r.alarm)
 		f.scanners.Add(1)
 		go func() {

@@ -29,6 +29,9 @@ type Metrics struct {
 	Replicas  prometheus.Gauge         // live replicas seen in the heartbeat set
 	Stranded  *prometheus.GaugeVec     // topic: messages in slots beyond the slot count
 	RedisErrs *prometheus.CounterVec   // op (redisOps): failed Redis calls
+	// KeyspaceEvents is 1 for the keyspace notification mode in force
+	// (keyspaceModes: poll, zset, all), 0 for the others.
+	KeyspaceEvents *prometheus.GaugeVec
 }
 
 // The label values the pipeline emits, created at 0 up front. outcome()
@@ -93,7 +96,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Help: "Messages in slots beyond the topic's slot count (after a resize down, or from a producer with other settings), " +
 			"being drained; the whole topic as this replica's last search found it (the same on every replica).",
 	}, []string{"topic"})
-	reg.MustRegister(m.Lateness, m.Latency, m.Backlog, m.Overdue, m.Owned, m.Paused, m.Replicas, m.Stranded)
+	m.KeyspaceEvents = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "delaybridge", Name: "keyspace_events",
+		Help: "1 for the mode in force: poll (no keyspace notifications: idle slots are claimed every poll interval), " +
+			"zset (sorted-set notifications wake the scanners) or all (also hash and generic ones: idle slots' gauges are not re-read).",
+	}, []string{"mode"})
+	reg.MustRegister(m.Lateness, m.Latency, m.Backlog, m.Overdue, m.Owned, m.Paused, m.Replicas, m.Stranded, m.KeyspaceEvents)
 	for _, op := range redisOps {
 		m.RedisErrs.WithLabelValues(op)
 	}

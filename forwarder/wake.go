@@ -94,17 +94,29 @@ func (w *wakeups) wake(k slotKey, score float64) {
 	}
 }
 
+// all tells every scanner of this replica that a message is due at score.
+func (w *wakeups) all(score float64) {
+	w.mu.Lock()
+	as := make([]*alarm, 0, len(w.a))
+	for _, a := range w.a {
+		as = append(as, a)
+	}
+	w.mu.Unlock()
+	for _, a := range as {
+		a.ring(score)
+	}
+}
+
 // listenWake nudges the scanners with the queue's wake-ups until ctx ends.
 // A lost wake-up only costs precision: scanners still wake at their next due
-// score or poll interval.
+// score or poll interval. A wake-up also marks the slot's gauges stale
+// (schedule, requeue and resume publish one).
 func (f *Forwarder) listenWake(ctx context.Context) {
-	index := map[string]int{}
-	for i, t := range f.opt.Topics {
-		index[t.Name] = i
-	}
 	for w := range f.q.Wakes(ctx, f.opt.KeyPrefix) {
-		if ti, known := index[w.Topic]; known {
-			f.wakes.wake(slotKey{ti, w.Slot}, w.Score)
+		if ti, known := f.topicIndex[w.Topic]; known {
+			k := slotKey{ti, w.Slot}
+			f.stats.mark(k)
+			f.wakes.wake(k, w.Score)
 		}
 	}
 }

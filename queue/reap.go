@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // ReapResult is what one Reap call did.
@@ -12,6 +13,13 @@ type ReapResult struct {
 	Cursor string // sweep cursor for the next call ("0": sweep finished)
 	Swept  int    // stale :due/:attempts records (and :ids entries) dropped
 	Dead   int    // members with a +inf score dead-lettered
+	// Now is Redis's TIME when the reap ran.
+	Now time.Time
+	// NextLease is the earliest lease deadline left in flight, valid when
+	// HasNext: no lease of the slot can expire before it, so the reaper need
+	// not look again earlier (unless a claim adds a lease).
+	NextLease time.Time
+	HasNext   bool
 }
 
 // idsCursor marks a sweep cursor that is in its second phase, over the :ids
@@ -34,7 +42,8 @@ const idsCursor = "ids:"
 // (acked, dead-lettered or cancelled by a producer that skipped the index). A
 // score of +inf can never fall due: such members go to the dead set.
 //
-// Returns {reaped, next cursor, swept, dead}.
+// Returns {reaped, next cursor, swept, dead, now, earliest lease deadline left
+// in flight or ""}.
 var reapScript = slotScript(nowLua, idsLua, buryLua, forgetLua, `
 local limit = tonumber(ARGV[1])
 local nowstr = string.format('%.0f', now)
@@ -73,7 +82,8 @@ for _, m in ipairs(inf) do
   redis.call('ZREM', sched, m)
   bury(m, 'due time +inf can never be honoured', envelopes and idof(m) or '')
 end
-return {#expired, scan[1], swept, #inf}
+local head = redis.call('ZRANGE', inflight, 0, 0, 'WITHSCORES')
+return {#expired, scan[1], swept, #inf, nowstr, head[2] or ''}
 `)
 
 // Reap returns up to limit expired leases of one slot to the scheduled set and
@@ -94,7 +104,7 @@ func (q *Queue) Reap(ctx context.Context, t Topic, slot, limit int, cursor strin
 	if err != nil {
 		return ReapResult{}, fmt.Errorf("reap %s: %w", k.Inflight, err)
 	}
-	if len(res) != 4 {
+	if len(res) != 6 {
 		return ReapResult{}, fmt.Errorf("reap %s: malformed reply of %d elements", k.Inflight, len(res))
 	}
 	r := ReapResult{}
@@ -102,6 +112,9 @@ func (q *Queue) Reap(ctx context.Context, t Topic, slot, limit int, cursor strin
 	r.Cursor, _ = res[1].(string)
 	r.Swept, _ = toInt(res[2])
 	r.Dead, _ = toInt(res[3])
+	r.Now = parseMillis(res[4])
+	r.NextLease = parseMillis(res[5])
+	r.HasNext = !r.NextLease.IsZero()
 	switch {
 	case phase == "due" && r.Cursor == "0" && t.envelope():
 		r.Cursor = idsCursor + "0"
