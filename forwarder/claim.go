@@ -20,47 +20,33 @@ const (
 )
 
 // claimLoop claims batches in score order and hands each to handoff, until
-// ctx ends.
+// ctx ends. Messages claimed ahead are held until due (hold.go); a message
+// announced as due before them meanwhile is claimed at once if there is room.
 func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
-	opt := &s.f.opt
-	retry := backoff.New(backoff.Policy{Min: claimRetryMin, Max: min(opt.PollInterval, claimRetryMax), Jitter: retryJitter})
+	retry := backoff.New(backoff.Policy{Min: claimRetryMin, Max: min(s.f.pollInterval(), claimRetryMax), Jitter: retryJitter})
 	backlogged := false // the last claim was full: more is due
+	var held []heldClaim
 	for ctx.Err() == nil {
-		if !s.waitSink(ctx) {
-			return
-		}
-		limit, epoch, ok := s.in.waitRoom(ctx, opt.BatchSize, opt.MaxInflightBatches*opt.BatchSize, backlogged)
+		limit, epoch, ok := s.room(ctx, held, backlogged)
 		if !ok {
+			s.returnHeld(ctx, held)
 			return
 		}
-		s.alarm.reset()
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
-		before := time.Now()
-		c, err := s.f.q.ClaimAhead(cctx, s.topic.Topic, s.slot, limit, opt.Lease, s.lookAhead())
-		after := time.Now()
-		cancel()
-		if err != nil {
-			s.f.m.RedisErrs.WithLabelValues("claim").Inc()
-			wait := retry.Next()
-			s.log.Warn("claim failed", "err", err, "retry_in", wait)
-			sleep(ctx, wait, nil)
-			continue
+		c, claimed := queue.Claim{}, false
+		if limit > 0 {
+			c, claimed = s.claim(ctx, limit, epoch, retry, &held, len(held) == 0)
 		}
-		retry.Reset()
-		skew := c.Now.Sub(before.Add(after.Sub(before) / 2))
-		if c.Dead > 0 {
-			s.f.m.Dead.WithLabelValues(s.topic.Name).Add(float64(c.Dead))
-			s.log.Warn("messages dead-lettered", "count", c.Dead, "err", "due time -inf can never be honoured")
-		}
-		if n := len(c.Messages); n > 0 {
-			s.f.m.Claimed.WithLabelValues(s.topic.Name).Add(float64(n))
-			s.in.add(n)
-			mk := func(part []queue.Claimed) batch {
-				return batch{claimed: part, skew: skew, epoch: epoch, lease: s.leases.hold(part, before)}
-			}
-			if !s.handOver(ctx, c, after, mk, handoff) {
+		if len(held) > 0 {
+			rest, ok := s.handOver(ctx, held, limit > 0, handoff)
+			if !ok {
 				return
 			}
+			if held = rest; len(held) > 0 {
+				continue // an earlier message was announced: claim it first
+			}
+		}
+		if !claimed {
+			continue
 		}
 		// Members dead-lettered by the claim took room in it too.
 		if backlogged = len(c.Messages)+c.Dead >= limit; backlogged {
@@ -79,10 +65,64 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 				s.f.reaps.note(s.key, time.Now())
 			}
 		}
-		if !s.nap(ctx, target, skew) {
+		if !s.nap(ctx, target, s.skew) {
 			return
 		}
 	}
+}
+
+// room is how many messages the next claim may take and its epoch. With
+// nothing held it waits for a connected sink and for room; while messages
+// are held it does not wait (they must be handed over on time): 0 means no
+// claim now. ok is false when ctx ended.
+func (s *scanner) room(ctx context.Context, held []heldClaim, backlogged bool) (limit int, epoch uint64, ok bool) {
+	opt := &s.f.opt
+	if len(held) > 0 {
+		limit, epoch = s.in.room(opt.BatchSize, opt.MaxInflightBatches*opt.BatchSize)
+		return limit, epoch, ctx.Err() == nil
+	}
+	if !s.waitSink(ctx) {
+		return 0, 0, false
+	}
+	return s.in.waitRoom(ctx, opt.BatchSize, opt.MaxInflightBatches*opt.BatchSize, backlogged)
+}
+
+// claim claims up to limit messages ahead and adds them to held. A failed
+// claim is logged and, when wait, waited out with the retry back-off (not
+// while messages are held: they are handed over first). claimed is false
+// when the claim failed.
+func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *backoff.Backoff, held *[]heldClaim, wait bool) (c queue.Claim, claimed bool) {
+	s.alarm.reset()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
+	before := time.Now()
+	c, err := s.f.q.ClaimAhead(cctx, s.topic.Topic, s.slot, limit, s.f.opt.Lease, s.lookAhead())
+	after := time.Now()
+	cancel()
+	if err != nil {
+		s.f.m.RedisErrs.WithLabelValues("claim").Inc()
+		d := retry.Next()
+		s.log.Warn("claim failed", "err", err, "retry_in", d)
+		if wait {
+			sleep(ctx, d, nil)
+		}
+		return c, false
+	}
+	retry.Reset()
+	s.skew = c.Now.Sub(before.Add(after.Sub(before) / 2))
+	if c.Dead > 0 {
+		s.f.m.Dead.WithLabelValues(s.topic.Name).Add(float64(c.Dead))
+		s.log.Warn("messages dead-lettered", "count", c.Dead, "err", "due time -inf can never be honoured")
+	}
+	if n := len(c.Messages); n > 0 {
+		s.f.m.Claimed.WithLabelValues(s.topic.Name).Add(float64(n))
+		s.in.add(n)
+		skew := s.skew
+		mk := func(part []queue.Claimed) batch {
+			return batch{claimed: part, skew: skew, epoch: epoch, lease: s.leases.hold(part, before)}
+		}
+		*held = append(*held, heldClaim{msgs: c.Messages, now: c.Now, after: after, mk: mk})
+	}
+	return c, true
 }
 
 // nap sleeps until Redis's clock reaches target (ms), or an earlier

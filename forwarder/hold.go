@@ -20,59 +20,101 @@ func (s *scanner) lookAhead() time.Duration {
 	return min(claimAhead, s.f.opt.Lease/10)
 }
 
-// handOver hands the messages of claim c to handoff in score order as they
-// fall due: those due when c ran at once, those claimed ahead once their
-// score has passed on Redis's clock, never before. after is the local time
-// the claim returned: Redis read its clock (c.Now) before that, so at local
-// time after+d Redis's clock reads at least c.Now+d, and a member of score
-// sc is due by after + (sc - c.Now). mk turns a due part into a batch.
+// heldClaim is what one claim took and the scanner has not handed over
+// yet, in score order.
+type heldClaim struct {
+	msgs []queue.Claimed
+	// now is Redis's clock when the claim ran; after is the local time the
+	// claim returned. Redis read now before after, so at local time
+	// after+d Redis's clock reads at least now+d: a member of score sc is
+	// due by after + (sc - now).
+	now, after time.Time
+	mk         func([]queue.Claimed) batch // a due part as a batch of this claim
+}
+
+func (h *heldClaim) dueBy(m queue.Claimed) time.Time {
+	return h.after.Add(queue.MillisTime(m.Score).Sub(h.now))
+}
+
+// handOver hands held messages to handoff as they fall due: those due when
+// their claim ran at once, those claimed ahead once their score has passed
+// on Redis's clock, never before. With listen, a message announced on the
+// alarm as due before the next held one ends the hold early: handOver
+// returns what it still holds, and the scanner claims the announced message
+// and hands over both (a claim ahead does not make a message scheduled
+// meanwhile wait for the held ones).
 //
-// It returns false when ctx ended while members were still held: they go
-// back to the scheduled set at once, unpublished (shutdown returns what it
-// has not published). A held member of a slot paused after its claim is
-// still published at its due time: like a batch already in flight, it was
-// claimed before the pause.
-func (s *scanner) handOver(ctx context.Context, c queue.Claim, after time.Time, mk func([]queue.Claimed) batch, handoff func(batch)) bool {
-	msgs := c.Messages
-	dueBy := func(m queue.Claimed) time.Time {
-		return after.Add(queue.MillisTime(m.Score).Sub(c.Now))
+// ok is false when ctx ended while members were still held: they go back
+// to the scheduled set at once, unpublished (shutdown returns what it has
+// not published). A held member of a slot paused after its claim is still
+// published at its due time: like a batch already in flight, it was claimed
+// before the pause.
+func (s *scanner) handOver(ctx context.Context, held []heldClaim, listen bool, handoff func(batch)) (rest []heldClaim, ok bool) {
+	for {
+		next, score := s.handDue(&held, handoff)
+		if len(held) == 0 {
+			return nil, true
+		}
+		if listen && s.alarm.plan(score) < score {
+			return held, true
+		}
+		var wake <-chan struct{}
+		if listen {
+			wake = s.alarm.C
+		}
+		if _, alive := sleepOrWake(ctx, time.Until(next), wake); !alive {
+			s.returnHeld(ctx, held)
+			return nil, false
+		}
 	}
-	for len(msgs) > 0 {
-		now := time.Now()
+}
+
+// handDue hands over the due part of each held claim, drops the claims
+// handed over in full, and returns when the next held message falls due
+// (local time) and its score.
+func (s *scanner) handDue(held *[]heldClaim, handoff func(batch)) (next time.Time, score float64) {
+	now := time.Now()
+	kept := (*held)[:0]
+	for _, h := range *held {
 		n := 0
-		for n < len(msgs) && !dueBy(msgs[n]).After(now) {
+		for n < len(h.msgs) && !h.dueBy(h.msgs[n]).After(now) {
 			n++
 		}
 		if n > 0 {
-			handoff(mk(msgs[:n]))
-			msgs = msgs[n:]
+			handoff(h.mk(h.msgs[:n]))
+			h.msgs = h.msgs[n:]
+		}
+		if len(h.msgs) == 0 {
 			continue
 		}
-		if !sleep(ctx, dueBy(msgs[0]).Sub(now), nil) {
-			s.returnHeld(ctx, msgs)
-			return false
+		kept = append(kept, h)
+		if d := h.dueBy(h.msgs[0]); next.IsZero() || d.Before(next) {
+			next, score = d, h.msgs[0].Score
 		}
 	}
-	return true
+	*held = kept
+	return next, score
 }
 
 // returnHeld puts members claimed ahead back in the scheduled set at their
 // due times, without an attempt, when the scanner stops before they fall
 // due. If Redis fails, the reaper returns them after their lease.
-func (s *scanner) returnHeld(ctx context.Context, held []queue.Claimed) {
-	members := make([]string, len(held))
-	for i, m := range held {
-		members[i] = m.Member
+func (s *scanner) returnHeld(ctx context.Context, held []heldClaim) {
+	var members []string
+	for _, h := range held {
+		for _, m := range h.msgs {
+			members = append(members, m.Member)
+		}
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
 	_, err := s.f.q.Release(rctx, s.topic.Topic, s.slot, members)
 	cancel()
-	s.in.settle(len(held))
+	s.in.settle(len(members))
 	if err != nil {
 		s.f.m.RedisErrs.WithLabelValues("release").Inc()
-		s.log.Warn("returning messages claimed ahead failed; the reaper returns them after their lease", "count", len(held), "err", err)
+		s.log.Warn("returning messages claimed ahead failed; the reaper returns them after their lease", "count", len(members), "err", err)
 		return
 	}
-	s.f.m.Released.WithLabelValues(s.topic.Name).Add(float64(len(held)))
-	s.log.Info("returned messages claimed ahead, not due yet", "count", len(held))
+	s.f.m.Released.WithLabelValues(s.topic.Name).Add(float64(len(members)))
+	s.log.Info("returned messages claimed ahead, not due yet", "count", len(members))
 }

@@ -56,8 +56,9 @@ func TestMessageClaimedAheadIsHandedOverNoEarlierThanItsScore(t *testing.T) {
 	}
 	var handed []time.Time
 	mk := func(part []queue.Claimed) batch { return batch{claimed: part} }
-	ok := r.s.handOver(context.Background(), c, after, mk, func(batch) { handed = append(handed, time.Now()) })
-	if !ok || len(handed) != 1 {
+	held := []heldClaim{{msgs: c.Messages, now: c.Now, after: after, mk: mk}}
+	rest, ok := r.s.handOver(context.Background(), held, false, func(batch) { handed = append(handed, time.Now()) })
+	if !ok || len(rest) != 0 || len(handed) != 1 {
 		t.Fatalf("handOver = %v, handed %d batches; want true, 1", ok, len(handed))
 	}
 	redisNow, err := r.q.Client().Time(context.Background()).Result()
@@ -80,7 +81,8 @@ func TestStopWhileHoldingReturnsTheMessageUnpublishedAtItsDue(t *testing.T) {
 	defer cancel()
 	mk := func(part []queue.Claimed) batch { return batch{claimed: part} }
 	handed := 0
-	if r.s.handOver(ctx, c, after, mk, func(batch) { handed++ }) {
+	held := []heldClaim{{msgs: c.Messages, now: c.Now, after: after, mk: mk}}
+	if _, ok := r.s.handOver(ctx, held, false, func(batch) { handed++ }); ok {
 		t.Fatal("handOver returned true after its context ended")
 	}
 	if handed != 0 {
@@ -97,5 +99,43 @@ func TestStopWhileHoldingReturnsTheMessageUnpublishedAtItsDue(t *testing.T) {
 	}
 	if r.s.in.n != 0 {
 		t.Errorf("in flight count %d after the return, want 0", r.s.in.n)
+	}
+}
+
+func TestAnnouncedEarlierMessageEndsTheHold(t *testing.T) {
+	t.Parallel()
+	r := newHoldRig(t)
+	c, after := r.claimAheadOf(t, "m", time.Second)
+	mk := func(part []queue.Claimed) batch { return batch{claimed: part} }
+	held := []heldClaim{{msgs: c.Messages, now: c.Now, after: after, mk: mk}}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		r.s.alarm.ring(queue.Millis(time.Now())) // due now, before the held one
+	}()
+	handed := 0
+	start := time.Now()
+	rest, ok := r.s.handOver(context.Background(), held, true, func(batch) { handed++ })
+	if !ok || handed != 0 || len(rest) != 1 || len(rest[0].msgs) != 1 {
+		t.Fatalf("handOver = %d held, %v, handed %d; want the message still held, true, 0", len(rest), ok, handed)
+	}
+	if took := time.Since(start); took > 900*time.Millisecond {
+		t.Errorf("the hold ended after %s, when its message fell due, not when the earlier one was announced", took)
+	}
+}
+
+func TestAnnouncedLaterMessageDoesNotEndTheHold(t *testing.T) {
+	t.Parallel()
+	r := newHoldRig(t)
+	c, after := r.claimAheadOf(t, "m", 300*time.Millisecond)
+	mk := func(part []queue.Claimed) batch { return batch{claimed: part} }
+	held := []heldClaim{{msgs: c.Messages, now: c.Now, after: after, mk: mk}}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		r.s.alarm.ring(c.Messages[0].Score + 10_000) // due after the held one
+	}()
+	handed := 0
+	rest, ok := r.s.handOver(context.Background(), held, true, func(batch) { handed++ })
+	if !ok || handed != 1 || len(rest) != 0 {
+		t.Fatalf("handOver = %d held, %v, handed %d; want nothing held, true, 1", len(rest), ok, handed)
 	}
 }

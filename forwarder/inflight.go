@@ -56,6 +56,17 @@ func (in *inflight) waitRoom(ctx context.Context, batch, max int, backlogged boo
 	}
 }
 
+// room is how many messages a claim may take now without waiting (0: none,
+// or the slot's order is broken) and the epoch it belongs to.
+func (in *inflight) room(batch, max int) (limit int, epoch uint64) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.broken {
+		return 0, in.epoch
+	}
+	return min(batch, max-in.n), in.epoch
+}
+
 func (in *inflight) add(n int) {
 	in.mu.Lock()
 	in.n += n

@@ -43,6 +43,9 @@ type scanner struct {
 	// leases are the claimed batches whose leases keepLeases renews.
 	leases *leases
 	log    *slog.Logger
+	// skew is Redis's clock minus the local clock at the last claim (the
+	// claimer's own; nap converts Redis times with it).
+	skew time.Duration
 }
 
 // batch is one claim handed from the claimer to the publisher.
