@@ -233,6 +233,37 @@ func TestReaperReturnsLeaseOfDeadClaimer(t *testing.T) {
 	}
 }
 
+// TestReaperReturnsLeaseOfDeadClaimerWhileItsSweepGoesOn: an envelope
+// topic's sweep has two phases, so the reap on acquisition leaves it half
+// done; the sweep's pace (5 s) must not put off the reap of a lease that
+// expires sooner.
+func TestReaperReturnsLeaseOfDeadClaimerWhileItsSweepGoesOn(t *testing.T) {
+	t.Parallel()
+	q, prefix := testRedis(t)
+	topic := queue.Topic{Name: "t", Prefix: prefix, Format: queue.FormatEnvelope}
+	ctx := context.Background()
+	if _, err := q.Schedule(ctx, topic, queue.Message{ID: "orphan", Body: []byte("b")}, queue.At(time.Now().Add(-time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	const lease = time.Second
+	c, err := q.Claim(ctx, topic, 0, 10, lease) // a replica that dies right after claiming
+	if err != nil || len(c.Messages) != 1 {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	claimed := time.Now()
+	sink := newRecordSink()
+	// Polled: a keyspace subscription's sweep would reap again at once
+	// and finish the sweep, hiding the pace.
+	start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, AllSlots: true, Lease: lease,
+		PollInterval: 20 * time.Millisecond, KeyspaceEvents: "off"})
+	eventually(t, 10*time.Second, "reaped and published", func() bool { return len(sink.published()) == 1 })
+	// Lease, the reaper's grace (an eighth of it) and room for a loaded
+	// machine; the sweep's pace would make it 5 s.
+	if took := time.Since(claimed); took > lease+lease/8+2*time.Second {
+		t.Errorf("reaped %s after the claim, with a lease of %s", took, lease)
+	}
+}
+
 // TestWakeUpDeliversEarlierMessageBeforePollInterval: a scanner asleep for
 // an hour is woken by a wake-up for a message due sooner; one whose score
 // does not read (a producer of its own that writes ZADD and a malformed

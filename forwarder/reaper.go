@@ -180,11 +180,13 @@ func (f *Forwarder) reap(ctx context.Context, k slotKey, cursor string) string {
 			// The safety reap is planned in the mode in force now; a slot
 			// reaped while polling is planned again by the sweep when
 			// notifications start.
+			// Each note keeps the earlier time: a sweep half done must
+			// not put off the reap of a lease that expires sooner.
 			f.reaps.note(k, time.Now().Add(f.reapSafety()))
-			switch {
-			case cursor != "0":
+			if cursor != "0" {
 				f.reaps.note(k, time.Now().Add(reapPace)) // sweep on
-			case r.HasNext:
+			}
+			if r.HasNext {
 				f.reaps.note(k, time.Now().Add(r.NextLease.Sub(r.Now)+f.reapGrace()))
 			}
 			return cursor
