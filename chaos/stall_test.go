@@ -110,10 +110,11 @@ func (c brokerStall) run(t *testing.T, r *row) {
 		t.Errorf("no message was due %s after the stall ended: the plan is too short", recoverAfter)
 	} else if worstAfter > recovered {
 		t.Errorf("lateness did not recover: a message due %s after the stall ended arrived %s late (want ≤ %s)", recoverAfter, worstAfter, recovered)
-		logLate(t, plan, c.deliveries(), restored)
+		logLate(t, plan, c.deliveries(), restored, recoverAfter)
 	}
 	if c.soonBound > 0 && worstSoon > c.soonBound {
 		t.Errorf("lateness did not recover soon: a message due %s after the stall ended arrived %s late (want ≤ %s)", recoverSoon, worstSoon, c.soonBound)
+		logLate(t, plan, c.deliveries(), restored, recoverSoon)
 	}
 	if o.Duplicates > c.dupBound {
 		t.Errorf("%d duplicates, more than %d", o.Duplicates, c.dupBound)
@@ -134,7 +135,8 @@ func TestKafkaStalled10sHoldsBackAndRecovers(t *testing.T) {
 	t.Parallel()
 	r := report(t, "2d kafka-stall-10s")
 	b, p, k := kafkaBridge(t, defaultSlots)
-	brokerStall{b: b, p: p, deliveries: k.Deliveries, stallFor: 10 * time.Second, dupBound: b.inflightBound()}.run(t, r)
+	brokerStall{b: b, p: p, deliveries: k.Deliveries, stallFor: 10 * time.Second, dupBound: b.inflightBound(),
+		soonBound: 200 * time.Millisecond}.run(t, r)
 }
 
 // worstDueAfter is the worst lateness of the delivered messages of plan due
@@ -151,10 +153,10 @@ func worstDueAfter(plan *e2etest.Plan, o e2etest.Outcome, from time.Time) (time.
 	return worst, n
 }
 
-// logLate shows the latest deliveries of the messages due recoverAfter
-// after restored: which slot, which attempt, how late, so a failure tells
+// logLate shows the latest deliveries of the messages due from after
+// restored: which slot, which attempt, how late, so a failure tells
 // a slow harness from a stuck pipeline.
-func logLate(t *testing.T, plan *e2etest.Plan, got []e2etest.Delivery, restored time.Time) {
+func logLate(t *testing.T, plan *e2etest.Plan, got []e2etest.Delivery, restored time.Time, from time.Duration) {
 	t.Helper()
 	type late struct {
 		n        int
@@ -164,7 +166,7 @@ func logLate(t *testing.T, plan *e2etest.Plan, got []e2etest.Delivery, restored 
 	var worst []late
 	for _, d := range got {
 		i := e2etest.Number(d.Body)
-		if i < 0 || i >= plan.Len() || !plan.Due[i].After(restored.Add(recoverAfter)) {
+		if i < 0 || i >= plan.Len() || !plan.Due[i].After(restored.Add(from)) {
 			continue
 		}
 		worst = append(worst, late{i, d, d.At.Sub(plan.Due[i])})
