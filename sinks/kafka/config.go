@@ -15,7 +15,7 @@ import (
 
 // Key modes: what a record's key is.
 const (
-	KeyNone     = "none"     // no key: records spread round-robin over the partitions
+	KeyNone     = "none"     // no key: each Publish's records go to one partition, the partitions taken in turn
 	KeyID       = "id"       // the message id: every delivery of a message lands in one partition
 	KeyEnvelope = "envelope" // the envelope's routing key (Message.RoutingKey); none without one
 )

@@ -11,11 +11,12 @@
 // topic, no leader, not enough replicas, any other broker error) is
 // retryable.
 //
-// Each Publish splits its records by partition (round robin without a key,
-// the Java client's murmur2 of the key with one) and sends one produce
-// request per partition at once with kafka-go's Client: the Publish calls
-// of different scanners overlap instead of queuing behind one batch per
-// partition, and nothing is sent for a caller that gave up.
+// Each Publish splits its records by partition (without a key, all of them
+// to one partition, the next in turn for each call; with a key, the Java
+// client's murmur2 of it) and sends one produce request per partition at
+// once with kafka-go's Client: the Publish calls of different scanners
+// overlap instead of queuing behind one batch per partition, and nothing is
+// sent for a caller that gave up.
 //
 // kafka-go has no idempotent producer: a write retried after a lost answer
 // may be stored twice. Consumers deduplicate by x-delaybridge-id.

@@ -119,7 +119,18 @@ func (s *Sink) partitions(ctx context.Context) ([]int, error) {
 }
 
 // assign maps each partition to the indexes of its records, in order.
+// Records without a key mode all go to one partition, the next in turn for
+// each Publish (like the Java client's sticky partitioner): one produce
+// request per Publish instead of one per partition, and a partition that
+// does not answer holds only the Publish calls that went to it.
 func (s *Sink) assign(records []kafkago.Message, parts []int) map[int][]int {
+	if s.cfg.KeyMode == KeyNone {
+		idx := make([]int, len(records))
+		for j := range idx {
+			idx[j] = j
+		}
+		return map[int][]int{s.balancer.Balance(records[0], parts...): idx}
+	}
 	out := make(map[int][]int, len(parts))
 	for j := range records {
 		p := s.balancer.Balance(records[j], parts...)
