@@ -41,6 +41,12 @@ const (
 	recovered    = 2 * time.Second
 )
 
+// recoverSoon is the start of a stricter window, reported but not bounded:
+// on this shared machine the worst lateness of the messages due this long
+// after the stall ended still ranges from tens of milliseconds to about two
+// seconds from run to run, on either Kafka sink design.
+const recoverSoon = 2 * time.Second
+
 func (c brokerStall) run(t *testing.T, r *row) {
 	b := c.b
 	// Due from 2 s to 26 s after the start: the last 2 s of them fall due
@@ -82,18 +88,13 @@ func (c brokerStall) run(t *testing.T, r *row) {
 	o := plan.Count(c.deliveries(), nil)
 
 	// Lateness of the messages due once the pipeline had time to catch up.
-	var worstAfter time.Duration
-	after := 0
-	for i, due := range plan.Due {
-		if due.After(restored.Add(recoverAfter)) && !o.First[i].IsZero() {
-			worstAfter = max(worstAfter, o.First[i].Sub(due))
-			after++
-		}
-	}
+	worstAfter, after := worstDueAfter(plan, o, restored.Add(recoverAfter))
+	worstSoon, soon := worstDueAfter(plan, o, restored.Add(recoverSoon))
 	bound := b.inflightBound()
-	r.count(t, o, fmt.Sprintf("stall %s; in flight ≤ %d (bound %d) while Redis held %d overdue, /metrics overdue %d; backlog delivered %s after restore; worst lateness of %d due ≥%s later: %s",
+	r.count(t, o, fmt.Sprintf("stall %s; in flight ≤ %d (bound %d) while Redis held %d overdue, /metrics overdue %d; backlog delivered %s after restore; worst lateness of %d due ≥%s later: %s, of %d due ≥%s later: %s",
 		ms(c.stallFor), maxInflight.Load(), bound, maxOverdue.Load(), maxOverdueMetric.Load(),
-		ms(drained(plan, o, restored).Sub(restored)), after, ms(recoverAfter), ms(worstAfter)))
+		ms(drained(plan, o, restored).Sub(restored)), after, ms(recoverAfter), ms(worstAfter),
+		soon, ms(recoverSoon), ms(worstSoon)))
 	if maxInflight.Load() > int64(bound) {
 		t.Errorf("%d messages in flight during the stall, more than slots × MAX_INFLIGHT_BATCHES × BATCH_SIZE = %d", maxInflight.Load(), bound)
 	}
@@ -129,6 +130,20 @@ func TestKafkaStalled10sHoldsBackAndRecovers(t *testing.T) {
 	r := report(t, "2d kafka-stall-10s")
 	b, p, k := kafkaBridge(t, defaultSlots)
 	brokerStall{b: b, p: p, deliveries: k.Deliveries, stallFor: 10 * time.Second, dupBound: b.inflightBound()}.run(t, r)
+}
+
+// worstDueAfter is the worst lateness of the delivered messages of plan due
+// after from, and how many there are.
+func worstDueAfter(plan *e2etest.Plan, o e2etest.Outcome, from time.Time) (time.Duration, int) {
+	var worst time.Duration
+	n := 0
+	for i, due := range plan.Due {
+		if due.After(from) && !o.First[i].IsZero() {
+			worst = max(worst, o.First[i].Sub(due))
+			n++
+		}
+	}
+	return worst, n
 }
 
 // logLate shows the latest deliveries of the messages due recoverAfter

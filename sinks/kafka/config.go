@@ -15,7 +15,7 @@ import (
 
 // Key modes: what a record's key is.
 const (
-	KeyNone     = "none"     // no key: records spread round-robin over the partitions
+	KeyNone     = "none"     // no key: each Publish's records go to one partition, the partitions taken in turn
 	KeyID       = "id"       // the message id: every delivery of a message lands in one partition
 	KeyEnvelope = "envelope" // the envelope's routing key (Message.RoutingKey); none without one
 )
@@ -63,13 +63,16 @@ type Config struct {
 	// Publish are split into produce requests that stay under it. Default
 	// DefaultMaxRecordBytes.
 	MaxRecordBytes int
-	// BatchSize is the most records kafka-go puts in one produce request per
-	// partition; a larger Publish is split into several requests, in order.
+	// BatchSize is the most records the sink puts in one produce request
+	// per partition; a larger Publish is split into several requests, sent
+	// one after the other, in order.
 	// Default DefaultBatchSize.
 	BatchSize int
 	// WriteTimeout bounds one produce request (waiting for the acks of all
-	// in-sync replicas included); default 10s. A Publish makes at most two
-	// attempts, so keep 2×WriteTimeout well under the forwarder's lease.
+	// in-sync replicas included); default 10s. A request that times out is
+	// not retried; one that fails at once for a temporary reason (a broken
+	// pooled connection, a leader moving) is retried once. Keep
+	// 2×WriteTimeout well under the forwarder's lease.
 	WriteTimeout time.Duration
 }
 

@@ -11,13 +11,19 @@
 // topic, no leader, not enough replicas, any other broker error) is
 // retryable.
 //
+// Each Publish splits its records by partition (without a key, all of them
+// to one partition, the next in turn for each call; with a key, the Java
+// client's murmur2 of it) and sends one produce request per partition at
+// once with kafka-go's Client: the Publish calls of different scanners
+// overlap instead of queuing behind one batch per partition, and nothing is
+// sent for a caller that gave up.
+//
 // kafka-go has no idempotent producer: a write retried after a lost answer
 // may be stored twice. Consumers deduplicate by x-delaybridge-id.
 package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -32,17 +38,18 @@ import (
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
-// Sink publishes to one Kafka topic. It is safe for concurrent use.
+// Sink publishes to one Kafka topic. It is safe for concurrent use: the
+// Publish calls of different scanners overlap, each on connections of its
+// own (kafka-go's Transport sends one request per connection at a time).
 type Sink struct {
 	cfg       Config
 	log       *slog.Logger
 	transport *kafkago.Transport
 	addr      net.Addr
-
-	// writer batches the records of a Publish per partition; solo sends one
-	// record per produce request, to find which record a broker refused.
-	writer *kafkago.Writer
-	solo   *kafkago.Writer
+	// client sends produce requests, each bounded by Config.WriteTimeout.
+	client   *kafkago.Client
+	balancer kafkago.Balancer
+	codec    kafkago.Compression
 
 	ping pingCache
 
@@ -51,6 +58,9 @@ type Sink struct {
 	closing  context.Context // done after Close: in-flight Publish calls stop waiting
 	shut     context.CancelFunc
 	inflight sync.WaitGroup
+	// writes counts the goroutines sending produce requests: Close waits
+	// for them, so no request outlives the sink.
+	writes sync.WaitGroup
 }
 
 var (
@@ -70,19 +80,26 @@ func New(cfg Config, log *slog.Logger) (*Sink, error) {
 	}
 	log = log.With("sink", "kafka", "kafka_topic", cfg.Topic)
 	mech, _ := mechanism(cfg.SASLMechanism, cfg.SASLUsername, cfg.SASLPassword)
+	codec, _ := compression(cfg.Compression)
 
 	dialTimeout := 5 * time.Second
 	transport := &kafkago.Transport{
 		Dial:        (&net.Dialer{Timeout: dialTimeout}).DialContext,
 		DialTimeout: dialTimeout,
 		IdleTimeout: 30 * time.Second,
-		// Leaders move and topics appear; the writer only learns of it
+		// Leaders move and topics appear; the sink only learns of it
 		// from this cache, so keep it short. It asks for our topic only.
 		MetadataTTL:    2 * time.Second,
 		MetadataTopics: []string{cfg.Topic},
 		ClientID:       cfg.ClientID,
 		TLS:            cfg.TLS,
 		SASL:           mech,
+	}
+	var balancer kafkago.Balancer = &kafkago.RoundRobin{}
+	if cfg.KeyMode != KeyNone {
+		// Java-compatible partitioning; records without a key go to a
+		// random partition.
+		balancer = kafkago.Murmur2Balancer{}
 	}
 	addr := kafkago.TCP(cfg.Brokers...)
 	closing, shut := context.WithCancel(context.Background())
@@ -91,54 +108,22 @@ func New(cfg Config, log *slog.Logger) (*Sink, error) {
 		log:       log,
 		transport: transport,
 		addr:      addr,
-		writer:    newWriter(cfg, transport, addr, log, cfg.BatchSize),
-		solo:      newWriter(cfg, transport, addr, log, 1),
+		client:    &kafkago.Client{Addr: addr, Transport: transport, Timeout: cfg.WriteTimeout},
+		balancer:  balancer,
+		codec:     codec,
 		closing:   closing,
 		shut:      shut,
 	}, nil
-}
-
-// newWriter is a writer of cfg.Topic that sends up to batchSize records per
-// produce request.
-func newWriter(cfg Config, transport *kafkago.Transport, addr net.Addr, log *slog.Logger, batchSize int) *kafkago.Writer {
-	codec, _ := compression(cfg.Compression)
-	errLog := kafkago.LoggerFunc(func(msg string, args ...any) {
-		log.Debug("kafka-go: " + fmt.Sprintf(msg, args...))
-	})
-	var balancer kafkago.Balancer = &kafkago.RoundRobin{}
-	if cfg.KeyMode != KeyNone {
-		// Java-compatible partitioning; records without a key go to a
-		// random partition.
-		balancer = kafkago.Murmur2Balancer{}
-	}
-	return &kafkago.Writer{
-		Addr:         addr,
-		Topic:        cfg.Topic,
-		Balancer:     balancer,
-		RequiredAcks: kafkago.RequireAll,
-		// The forwarder retries with back-off; one quick retry here
-		// hides a pooled connection the broker closed while idle.
-		MaxAttempts:     2,
-		WriteBackoffMin: 20 * time.Millisecond,
-		WriteBackoffMax: 100 * time.Millisecond,
-		BatchSize:       batchSize,
-		BatchBytes:      batchBytes(cfg.MaxRecordBytes),
-		// Publish waits for the acks; the default 1s would make every
-		// call wait that long for more records.
-		BatchTimeout:           time.Millisecond,
-		ReadTimeout:            5 * time.Second,
-		WriteTimeout:           cfg.WriteTimeout,
-		Compression:            codec,
-		Transport:              transport,
-		AllowAutoTopicCreation: false,
-		ErrorLogger:            errLog,
-	}
 }
 
 // Publish writes msgs in order (per partition) and returns after all
 // in-sync replicas acknowledged them. See sinks.Sink for the meaning of the
 // errors. A message over Config.MaxMessageSize fails permanently without
 // being written; the others are written.
+//
+// The records of each partition go in produce requests of their own, sent
+// at once for all partitions: a partition whose leader does not answer
+// holds only its own records, for at most Config.WriteTimeout.
 func (s *Sink) Publish(ctx context.Context, msgs []sinks.Message) error {
 	if !s.enter() {
 		return sinks.ErrClosed
@@ -152,8 +137,8 @@ func (s *Sink) Publish(ctx context.Context, msgs []sinks.Message) error {
 		return nil
 	}
 
-	// Close stops the wait, not the write: kafka-go finishes it in the
-	// background and Writer.Close waits for it.
+	// Close stops the wait, not the requests on the wire: Close waits for
+	// them (each ends within Config.WriteTimeout).
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := context.AfterFunc(s.closing, func() { cancel(sinks.ErrClosed) })
@@ -187,96 +172,15 @@ func (s *Sink) Publish(ctx context.Context, msgs []sinks.Message) error {
 	return nil
 }
 
-// writeRecords writes records in one call (records[j] is msgs[sent[j]])
-// and sets errs[sent[j]] for each record that failed; the records a broker
-// refused for their content are resent alone first. It returns an error
-// instead when the call was interrupted, or when it wrote nothing and every
-// message of msgs was in it.
-func (s *Sink) writeRecords(ctx, wctx context.Context, msgs []sinks.Message, records []kafkago.Message, sent []int, errs []error) error {
-	err := s.writer.WriteMessages(wctx, records...)
-	if ierr := s.interrupted(ctx, wctx); err != nil && ierr != nil {
-		return ierr
-	}
-	var werrs kafkago.WriteErrors
-	switch {
-	case err == nil:
-	case errors.As(err, &werrs) && len(werrs) == len(records):
-		var rejected []int // indexes into records
-		for j, e := range werrs {
-			switch {
-			case e == nil:
-			case recordRejected(e):
-				rejected = append(rejected, j)
-			default:
-				errs[sent[j]] = classify(s.cfg.Topic, e)
-			}
-		}
-		return s.resendAlone(ctx, wctx, msgs, records, sent, rejected, errs)
-	default:
-		// Nothing was written (metadata, unknown topic, refused dial).
-		if len(records) == len(msgs) {
-			return classify(s.cfg.Topic, err)
-		}
-		for _, i := range sent {
-			errs[i] = classify(s.cfg.Topic, err)
-		}
-	}
-	return nil
-}
-
 // tooLarge says why m, as record r, can never be written, or nil.
 func (s *Sink) tooLarge(m *sinks.Message, r *kafkago.Message) error {
 	if n := len(m.Body); n > s.cfg.MaxMessageSize {
 		return fmt.Errorf("message %s body is %d bytes, over the %d byte limit: %w",
 			m.ID, n, s.cfg.MaxMessageSize, kafkago.MessageSizeTooLarge)
 	}
-	// kafka-go would refuse the whole call for a record over its estimate;
-	// soloBatchSize keeps it from happening, this makes sure.
-	if n := soloBatchSize(r); n > s.cfg.MaxRecordBytes || int64(kafkaGoSize(r)) > batchBytes(s.cfg.MaxRecordBytes) {
+	if n := soloBatchSize(r); n > s.cfg.MaxRecordBytes {
 		return fmt.Errorf("message %s takes %d bytes as a record, over kafka topic %s's max.message.bytes %d: %w",
 			m.ID, n, s.cfg.Topic, s.cfg.MaxRecordBytes, kafkago.MessageSizeTooLarge)
-	}
-	return nil
-}
-
-// resendAlone writes each rejected record in a produce request of its own,
-// in order, so the broker's answer is about that record only: the others of
-// its batch were refused with it. A refusal now is permanent.
-func (s *Sink) resendAlone(ctx, wctx context.Context, msgs []sinks.Message, records []kafkago.Message, sent, rejected []int, errs []error) error {
-	if len(rejected) > 0 {
-		s.log.Warn("kafka refused a batch for its content; resending its records one by one", "count", len(rejected))
-	}
-	for _, j := range rejected {
-		i := sent[j]
-		err := s.solo.WriteMessages(wctx, records[j])
-		if ierr := s.interrupted(ctx, wctx); err != nil && ierr != nil {
-			return ierr
-		}
-		var werrs kafkago.WriteErrors
-		if errors.As(err, &werrs) && len(werrs) == 1 {
-			err = werrs[0]
-		}
-		switch {
-		case err == nil:
-		case recordRejected(err):
-			errs[i] = sinks.Permanent(fmt.Errorf("kafka topic %s refused message %s: %w", s.cfg.Topic, msgs[i].ID, err))
-		default:
-			errs[i] = classify(s.cfg.Topic, err)
-		}
-	}
-	return nil
-}
-
-// interrupted is the error of a Publish whose wait ended early, or nil: the
-// caller's ctx ended or the sink closed. The records may have been written.
-// It is checked before a write error is classified, so that the
-// DeadlineExceeded of the caller is not taken for kafka-go's own.
-func (s *Sink) interrupted(ctx, wctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("publish to kafka topic %s: %w", s.cfg.Topic, err)
-	}
-	if errors.Is(context.Cause(wctx), sinks.ErrClosed) {
-		return fmt.Errorf("publish to kafka topic %s: %w", s.cfg.Topic, sinks.ErrClosed)
 	}
 	return nil
 }
@@ -334,8 +238,8 @@ func (s *Sink) enter() bool {
 }
 
 // Close stops in-flight Publish calls waiting (they return an error
-// wrapping sinks.ErrClosed), waits for the writes under way to end (at most
-// two attempts of Config.WriteTimeout each) and closes the connections.
+// wrapping sinks.ErrClosed), waits for the produce requests under way to
+// end (each within Config.WriteTimeout) and closes the connections.
 // Publish returns sinks.ErrClosed afterwards. Close is idempotent.
 func (s *Sink) Close() error {
 	s.mu.Lock()
@@ -348,11 +252,8 @@ func (s *Sink) Close() error {
 	s.shut()
 
 	s.inflight.Wait()
-	err := errors.Join(s.writer.Close(), s.solo.Close())
+	s.writes.Wait()
 	s.transport.CloseIdleConnections()
-	if err != nil {
-		return fmt.Errorf("close kafka writer: %w", err)
-	}
 	return nil
 }
 

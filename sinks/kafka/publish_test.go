@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/delaybridge/delaybridge/sinks"
 )
@@ -134,6 +135,62 @@ func TestPublishCompressed(t *testing.T) {
 				if !bytes.Equal(r.Value, msgs[i].Body) {
 					t.Errorf("record %d: value %.40q, want %.40q", i, r.Value, msgs[i].Body)
 				}
+			}
+		})
+	}
+}
+
+// Without a key, the records of one Publish go to one partition (one
+// produce request), and successive Publish calls take the partitions in
+// turn; with a key, each record goes where the Java client would put it.
+func TestPublishPartitionsByCallWithoutKeyAndByKeyWithOne(t *testing.T) {
+	t.Parallel()
+	const partitions = 3
+	for _, mode := range []string{KeyNone, KeyID} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			topic := uniqueTopic(t)
+			c := newCluster(t, topic, partitions)
+			s := newSink(t, Config{Brokers: []string{addr(c)}, Topic: topic, KeyMode: mode})
+			call := map[string]int{} // message id → its Publish
+			for b := range partitions {
+				msgs := messages("p"+strconv.Itoa(b), 12)
+				for _, m := range msgs {
+					call[m.ID] = b
+				}
+				if err := publish(t, s, msgs); err != nil {
+					t.Fatalf("publish %d: %v", b, err)
+				}
+			}
+			recs := newConsumer(t, addr(c), topic).read(t, len(call), 30*time.Second)
+			parts := map[int]map[int32]bool{} // Publish → partitions it used
+			for _, r := range recs {
+				b := call[recordID(r)]
+				if parts[b] == nil {
+					parts[b] = map[int32]bool{}
+				}
+				parts[b][r.Partition] = true
+				if mode == KeyID {
+					want := int32(kafkago.Murmur2Balancer{}.Balance(kafkago.Message{Key: r.Key}, 0, 1, 2))
+					if r.Partition != want {
+						t.Errorf("record %s in partition %d, want murmur2's %d", recordID(r), r.Partition, want)
+					}
+				}
+			}
+			if mode != KeyNone {
+				return
+			}
+			used := map[int32]bool{}
+			for b, ps := range parts {
+				if len(ps) != 1 {
+					t.Errorf("publish %d spread over partitions %v, want one", b, ps)
+				}
+				for p := range ps {
+					used[p] = true
+				}
+			}
+			if len(used) != partitions {
+				t.Errorf("%d publishes used partitions %v, want each of the %d in turn", partitions, used, partitions)
 			}
 		})
 	}

@@ -11,25 +11,12 @@ const recordBatchOverhead = 8 + 4 + 4 + 1 + 4 + 2 + 4 + 8 + 8 + 8 + 2 + 4 + 4
 // header and a small record.
 const minRecordBytes = 2 * recordBatchOverhead
 
-// batchBytes is kafka-go's Writer.BatchBytes for a broker that takes at
-// most maxRecordBytes per batch. kafka-go estimates a record at
-// kafkaGoSize, at least 45 bytes below its soloBatchSize, and refuses a
-// whole WriteMessages call when one record is over BatchBytes: so every
-// record that fits the broker alone fits here. Several records of a request
-// take fewer bytes each than kafka-go's estimate, so the requests it cuts
-// stay (but for a few bytes at two or three records) under the broker's
-// limit; when they do not, Publish resends the refused records alone.
-func batchBytes(maxRecordBytes int) int64 { return int64(maxRecordBytes - 45) }
-
-// kafkaGoSize is kafka-go's estimate of m (Message.totalSize, unexported),
-// which it compares with Writer.BatchBytes.
-func kafkaGoSize(m *kafkago.Message) int {
-	n := varintSize(int64(len(m.Headers)))
-	for _, h := range m.Headers {
-		n += varintSize(int64(len(h.Key))) + len(h.Key)
-		n += varintSize(int64(len(h.Value))) + len(h.Value)
-	}
-	return n + 4 + 1 + 1 + 4 + len(m.Key) + 4 + len(m.Value) + 8
+// batchedRecordSize is the most bytes m adds to an uncompressed v2 record
+// batch of up to 2^27 records that share a timestamp: its size alone less
+// the batch header, plus three bytes for an offset delta longer than the
+// one byte soloBatchSize counts.
+func batchedRecordSize(m *kafkago.Message) int {
+	return soloBatchSize(m) - recordBatchOverhead + 3
 }
 
 // soloBatchSize is how many bytes m takes as the only record of a v2 record
