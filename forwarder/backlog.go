@@ -16,7 +16,7 @@ import (
 func (f *Forwarder) backlogLoop(ctx context.Context) {
 	for {
 		f.refreshBacklog(ctx)
-		if !sleep(ctx, f.opt.BacklogInterval, nil) {
+		if !sleep(ctx, f.opt.BacklogInterval, f.stats.kick) {
 			return
 		}
 	}
@@ -112,6 +112,11 @@ type statsCache struct {
 	mu    sync.Mutex
 	last  map[slotKey]cachedStats
 	dirty map[slotKey]bool
+	// kick refreshes at once when slots have no numbers yet (acquired, or
+	// forgotten by all), rather than a BacklogInterval later: their gauges
+	// are right from the start, and the reads of a daemon that just took
+	// over many slots come at start-up, not ten seconds into its idling.
+	kick chan struct{}
 }
 
 type cachedStats struct {
@@ -120,7 +125,15 @@ type cachedStats struct {
 }
 
 func newStatsCache() *statsCache {
-	return &statsCache{last: map[slotKey]cachedStats{}, dirty: map[slotKey]bool{}}
+	return &statsCache{last: map[slotKey]cachedStats{}, dirty: map[slotKey]bool{}, kick: make(chan struct{}, 1)}
+}
+
+// poke asks for a refresh now; never blocks.
+func (c *statsCache) poke() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
 }
 
 // mark records that k may have changed.
@@ -135,6 +148,7 @@ func (c *statsCache) all() {
 	c.mu.Lock()
 	clear(c.last)
 	c.mu.Unlock()
+	c.poke()
 }
 
 // keep forgets the slots not in owned.

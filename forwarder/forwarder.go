@@ -287,6 +287,7 @@ func (f *Forwarder) setOwnedAsync(ctx context.Context, want map[slotKey]bool) {
 		f.owned[k] = r
 		f.wakes.add(k, r.alarm)
 		f.reaps.acquire(k)
+		f.stats.poke()
 		s := f.newScanner(k, r.alarm)
 		f.scanners.Add(1)
 		go func() {

@@ -78,7 +78,14 @@ func (f *Forwarder) keyspaceLoop(ctx context.Context) {
 	defer func() { stop() }()
 	want, reason := "", ""
 	for {
-		w, why := f.keyspaceWanted(ctx)
+		w, why, failed := f.keyspaceWanted(ctx)
+		if failed && want != "" {
+			// Redis did not answer: the setting is as it was. Keep the
+			// mode in force (dropping to polling would claim every slot
+			// every poll interval) and read it again at the next recheck.
+			f.log.Warn("reading notify-keyspace-events failed; keeping the mode in force", "mode", want, "err", why)
+			w, why = want, reason
+		}
 		switch {
 		case w == want:
 		case w == modePoll:
@@ -113,27 +120,29 @@ func (f *Forwarder) keyspaceLoop(ctx context.Context) {
 }
 
 // keyspaceWanted reads the Redis setting: the mode it allows, and why.
-func (f *Forwarder) keyspaceWanted(ctx context.Context) (mode, why string) {
+// failed is true when Redis did not answer (a timeout, a dropped
+// connection): that says nothing about the setting.
+func (f *Forwarder) keyspaceWanted(ctx context.Context) (mode, why string, failed bool) {
 	cctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	flags, err := f.q.KeyspaceFlags(cctx)
 	cancel()
 	switch {
 	case errors.Is(err, queue.ErrKeyspaceCluster):
-		return modePoll, "Redis Cluster: notifications are per node"
+		return modePoll, "Redis Cluster: notifications are per node", false
 	case err != nil && refused(err):
 		// Not the error's text: it names the refusal the ACL tests look for.
-		return modePoll, "setting unknown: CONFIG GET refused (an ACL without +config|get, or a managed Redis)"
+		return modePoll, "setting unknown: CONFIG GET refused (an ACL without +config|get, or a managed Redis)", false
 	case err != nil:
-		return modePoll, "setting unknown: " + err.Error()
+		return modePoll, "setting unknown: " + err.Error(), true
 	}
 	s := queue.ParseKeyspaceFlags(flags)
 	switch {
 	case s.All:
-		return modeAll, "notify-keyspace-events=" + strconv.Quote(flags)
+		return modeAll, "notify-keyspace-events=" + strconv.Quote(flags), false
 	case s.Zset:
-		return modeZset, "notify-keyspace-events=" + strconv.Quote(flags) + " (no h or g: backlog gauges re-read every slot)"
+		return modeZset, "notify-keyspace-events=" + strconv.Quote(flags) + " (no h or g: backlog gauges re-read every slot)", false
 	default:
-		return modePoll, "notify-keyspace-events=" + strconv.Quote(flags) + " lacks K and z (or K and A)"
+		return modePoll, "notify-keyspace-events=" + strconv.Quote(flags) + " lacks K and z (or K and A)", false
 	}
 }
 
