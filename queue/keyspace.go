@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/delaybridge/delaybridge/internal/backoff"
 )
 
 // Keyspace notifications let a scanner sleep until something happens to its
@@ -120,23 +117,9 @@ func KeyspaceKey(channel string) string {
 // ctx ends; then it closes the channel. A subscription that ends is made again
 // after a wakeRetry back-off.
 func (q *Queue) KeyEvents(ctx context.Context, patterns []string) <-chan KeyEvent {
-	out := make(chan KeyEvent)
-	go func() {
-		defer close(out)
-		retry := backoff.New(wakeRetry)
-		for ctx.Err() == nil {
-			if q.relayKeyEvents(ctx, patterns, out) {
-				retry.Reset()
-			}
-			t := time.NewTimer(retry.Next())
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
-			t.Stop()
-		}
-	}()
-	return out
+	return resubscribe(ctx, func(ctx context.Context, out chan<- KeyEvent) bool {
+		return q.relayKeyEvents(ctx, patterns, out)
+	})
 }
 
 // relayKeyEvents runs one subscription until ctx ends or it closes, and

@@ -80,12 +80,21 @@ var wakeRetry = backoff.Policy{Min: 100 * time.Millisecond, Max: 5 * time.Second
 // again after a wakeRetry back-off. Wake-ups are hints: one missed meanwhile only delays
 // a message until its scanner's next poll.
 func (q *Queue) Wakes(ctx context.Context, prefix string) <-chan Wake {
-	out := make(chan Wake)
+	return resubscribe(ctx, func(ctx context.Context, out chan<- Wake) bool {
+		return q.relayWakes(ctx, prefix, out)
+	})
+}
+
+// resubscribe runs relay (one subscription, reporting whether anything came
+// through it) until ctx ends, again after a wakeRetry back-off each time it
+// returns, and then closes the channel relay delivers to.
+func resubscribe[T any](ctx context.Context, relay func(context.Context, chan<- T) bool) <-chan T {
+	out := make(chan T)
 	go func() {
 		defer close(out)
 		retry := backoff.New(wakeRetry)
 		for ctx.Err() == nil {
-			if q.relayWakes(ctx, prefix, out) {
+			if relay(ctx, out) {
 				retry.Reset()
 			}
 			t := time.NewTimer(retry.Next())
