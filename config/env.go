@@ -66,7 +66,7 @@ type env struct {
 	ReplicaID         string `envconfig:"REPLICA_ID" desc:"this replica's id (default: host name and process id)"`
 	Ownership         string `envconfig:"OWNERSHIP" default:"rendezvous" desc:"rendezvous: live replicas share the slots; all: every replica scans every slot"`
 	HeartbeatInterval string `envconfig:"HEARTBEAT_INTERVAL" default:"1s" desc:"how often a replica renews its heartbeat"`
-	HeartbeatTTL      string `envconfig:"HEARTBEAT_TTL" default:"5s" desc:"how long a replica counts as live after its last heartbeat"`
+	HeartbeatTTL      string `envconfig:"HEARTBEAT_TTL" default:"5s" desc:"how long a replica counts as live after its last heartbeat; keep it well above the slowest Redis call (a member of several MiB takes Redis a second or more to copy in a script), or a replica held up that long counts as gone and its slots move"`
 
 	// The web console (delaybridge console).
 	ConsoleAddr         string `envconfig:"CONSOLE_ADDR" default:"127.0.0.1:8081" desc:"listen address of the web console (delaybridge console)"`
