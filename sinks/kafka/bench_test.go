@@ -42,12 +42,12 @@ func BenchmarkPublish(b *testing.B) {
 
 // BenchmarkSlots publishes like the forwarder's slots: 8 slots of 500-message
 // batches, each slot with one Publish at a time (sync) or two Start calls in
-// flight (start), to a kfake cluster that holds every produce request for
+// flight on a stream of its own (stream), to a kfake cluster that holds every produce request for
 // latency before answering, as a broker waiting for its replicas would.
 func BenchmarkSlots(b *testing.B) {
-	for _, latency := range []time.Duration{0, 5 * time.Millisecond} {
+	for _, latency := range []time.Duration{0, 20 * time.Millisecond} {
 		for _, parts := range []int32{1, 8} {
-			for _, mode := range []string{"sync", "start"} {
+			for _, mode := range []string{"sync", "stream"} {
 				b.Run(fmt.Sprintf("latency=%v/partitions=%d/%s", latency, parts, mode), func(b *testing.B) {
 					benchSlots(b, latency, parts, mode)
 				})
@@ -88,6 +88,7 @@ func benchSlots(b *testing.B, latency time.Duration, parts int32, mode string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			sm := s.Stream()
 			var inflight []startedCall
 			for next.Add(1) <= int64(b.N) {
 				if mode == "sync" {
@@ -103,7 +104,7 @@ func benchSlots(b *testing.B, latency time.Duration, parts int32, mode string) {
 					}
 					inflight = inflight[1:]
 				}
-				inflight = append(inflight, start(ctx, s, msgs))
+				inflight = append(inflight, start(ctx, sm, msgs))
 			}
 			for _, call := range inflight {
 				<-call.done

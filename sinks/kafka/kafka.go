@@ -66,9 +66,10 @@ type Sink struct {
 }
 
 var (
-	_ sinks.Sink    = (*Sink)(nil)
-	_ sinks.Pinger  = (*Sink)(nil)
-	_ sinks.Starter = (*Sink)(nil)
+	_ sinks.Sink     = (*Sink)(nil)
+	_ sinks.Pinger   = (*Sink)(nil)
+	_ sinks.Starter  = (*Sink)(nil)
+	_ sinks.Streamer = (*Sink)(nil)
 )
 
 // New returns a sink for cfg. It does not connect: the first Publish or Ping

@@ -16,9 +16,10 @@ import (
 // have (see sinks.Sink). The forwarder starts a slot's batch k+1 while the
 // brokers still acknowledge batch k.
 //
-// Each partition has one lane: its records go in produce requests one at a
-// time, in the order their Start calls queued them, so the records of a
-// Start that returned before go first. A request waits for its answer (and
+// The calls of Sink.Start share one stream, and Stream makes others. A
+// stream has one lane per partition: its records go in produce requests one
+// at a time, in the order their Start calls queued them, so the records of
+// a Start that returned before go first. A request waits for its answer (and
 // its one quick retry, see retryOnce) before the next of its partition is
 // sent: Kafka gives no order between the requests of two connections, and
 // without an idempotent producer a retry could land after a later request
@@ -26,9 +27,9 @@ import (
 // next one together (at most Config.BatchSize records and
 // Config.MaxRecordBytes bytes), Start calls pipeline across partitions, and
 // without a key mode each Start's records go to the partition with the
-// fewest records waiting (the next in turn among equals), so a partition
-// whose leader does not answer gets no new records while another one has
-// fewer.
+// fewest records waiting or under way in all streams (the next in turn
+// among equals), so a partition whose leader does not answer gets no new
+// records while another one has fewer.
 //
 // When a request fails for any reason but its records' content, the records
 // waiting behind it on its lane are not sent: they get the same error, so
@@ -36,6 +37,30 @@ import (
 // is sent for a Start whose ctx ended or after Close; the requests under way
 // are answered (each within Config.WriteTimeout) and Close waits for them.
 func (s *Sink) Start(ctx context.Context, msgs []sinks.Message) (done <-chan struct{}, result func() error) {
+	return s.start(&s.lanes.main, ctx, msgs)
+}
+
+// Stream (sinks.Streamer) is a Starter whose Start calls keep their order
+// among themselves only: its records queue on lanes of its own, so a
+// partition whose request does not answer holds only the stream's later
+// records for that partition, and the streams' requests go side by side on
+// connections of their own (kafka-go's Transport sends one request per
+// connection at a time). The forwarder gives each slot a stream.
+func (s *Sink) Stream() sinks.Starter { return &stream{s: s} }
+
+// stream is a set of lanes, one per partition, whose Start calls keep their
+// order. Its lanes are guarded by the sink's lanes.mu.
+type stream struct {
+	s  *Sink
+	by map[int]*lane
+}
+
+// Start queues msgs on the stream's lanes; see Sink.Start.
+func (sm *stream) Start(ctx context.Context, msgs []sinks.Message) (done <-chan struct{}, result func() error) {
+	return sm.s.start(sm, ctx, msgs)
+}
+
+func (s *Sink) start(sm *stream, ctx context.Context, msgs []sinks.Message) (done <-chan struct{}, result func() error) {
 	if !s.enter() {
 		return answered(sinks.ErrClosed)
 	}
@@ -66,7 +91,7 @@ func (s *Sink) Start(ctx context.Context, msgs []sinks.Message) (done <-chan str
 		st.answer(all, err)
 		return st.done, st.result
 	}
-	s.queue(st, parts)
+	s.queue(sm, st, parts)
 	return st.done, st.result
 }
 
@@ -142,34 +167,49 @@ type piece struct {
 	idx []int // indexes into st.records
 }
 
-// lanes are the sink's lanes by partition, made on first use.
+// lanes is what the streams of a sink share.
 type lanes struct {
-	mu   sync.Mutex
-	by   map[int]*lane
-	turn int // where the search for the least loaded partition starts
+	mu sync.Mutex
+	// load is the records waiting or under way by partition, over all
+	// streams.
+	load map[int]int
+	turn int    // where the search for the least loaded partition starts
+	main stream // Sink.Start's
 }
 
-func (ls *lanes) get(p int) *lane {
-	if ls.by == nil {
-		ls.by = make(map[int]*lane)
+// lane is sm's lane of partition p, made on first use. The caller holds
+// s.lanes.mu.
+func (sm *stream) lane(p int) *lane {
+	if sm.by == nil {
+		sm.by = make(map[int]*lane)
 	}
-	l, ok := ls.by[p]
+	l, ok := sm.by[p]
 	if !ok {
 		l = &lane{p: p}
-		ls.by[p] = l
+		sm.by[p] = l
 	}
 	return l
 }
 
-// queue puts the records of st on the lanes of their partitions and starts
+// loaded adds n records to the load of l (n < 0: takes them off). The
+// caller holds s.lanes.mu.
+func (s *Sink) loaded(l *lane, n int) {
+	if s.lanes.load == nil {
+		s.lanes.load = make(map[int]int)
+	}
+	l.load += n
+	s.lanes.load[l.p] += n
+}
+
+// queue puts the records of st on sm's lanes of their partitions and starts
 // the sender of each idle lane.
-func (s *Sink) queue(st *started, parts []int) {
+func (s *Sink) queue(sm *stream, st *started, parts []int) {
 	s.lanes.mu.Lock()
 	defer s.lanes.mu.Unlock()
 	for p, idx := range s.assignStart(st.records, parts) {
-		l := s.lanes.get(p)
+		l := sm.lane(p)
 		l.waiting = append(l.waiting, &piece{st: st, idx: idx})
-		l.load += len(idx)
+		s.loaded(l, len(idx))
 		if !l.sending {
 			l.sending = true
 			s.writes.Add(1)
@@ -180,8 +220,8 @@ func (s *Sink) queue(st *started, parts []int) {
 
 // assignStart maps each partition to the indexes of its records, in order:
 // with a key mode by the balancer, without one all of them to the partition
-// with the fewest records waiting or under way, the next in turn among
-// equals. The caller holds s.lanes.mu.
+// with the fewest records waiting or under way (in every stream), the next
+// in turn among equals. The caller holds s.lanes.mu.
 func (s *Sink) assignStart(records []kafkago.Message, parts []int) map[int][]int {
 	if s.cfg.KeyMode != KeyNone {
 		return s.assign(records, parts)
@@ -189,7 +229,7 @@ func (s *Sink) assignStart(records []kafkago.Message, parts []int) map[int][]int
 	best, at := -1, 0
 	for k := range parts {
 		i := (s.lanes.turn + k) % len(parts)
-		if best < 0 || s.lanes.get(parts[i]).load < s.lanes.get(best).load {
+		if best < 0 || s.lanes.load[parts[i]] < s.lanes.load[best] {
 			best, at = parts[i], i
 		}
 	}
@@ -212,7 +252,7 @@ func (s *Sink) sendLane(l *lane) {
 		}
 		err := s.sendRequest(l.p, req)
 		s.lanes.mu.Lock()
-		l.load -= n
+		s.loaded(l, -n)
 		if err != nil {
 			// The records queued behind a failed request are not sent
 			// before the failed ones are published again.
@@ -239,7 +279,7 @@ func (s *Sink) take(l *lane) (req []piece, n int) {
 		pc := l.waiting[0]
 		if err := pc.st.ctx.Err(); err != nil {
 			l.pop()
-			l.load -= len(pc.idx)
+			s.loaded(l, -len(pc.idx))
 			pc.st.answer(pc.idx, fmt.Errorf("publish to kafka topic %s: %w", s.cfg.Topic, err))
 			continue
 		}
@@ -277,7 +317,7 @@ func (l *lane) pop() {
 // s.lanes.mu.
 func (s *Sink) failWaiting(l *lane, err error) {
 	for _, pc := range l.waiting {
-		l.load -= len(pc.idx)
+		s.loaded(l, -len(pc.idx))
 		pc.st.answer(pc.idx, err)
 	}
 	clear(l.waiting)

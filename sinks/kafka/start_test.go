@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -158,6 +159,7 @@ func TestStartKeepsPartitionOrderAcrossARetriedRequest(t *testing.T) {
 		case <-time.After(300 * time.Millisecond):
 		}
 	}, notEnoughReplicas)
+	st = s.Stream() // as a slot of the forwarder publishes
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -238,5 +240,49 @@ func TestStartSendsNothingAfterTheCallerGaveUp(t *testing.T) {
 	}
 	if got := n.Load(); got != 1 {
 		t.Errorf("%d produce requests after the caller gave up during the first, want 1", got)
+	}
+}
+
+// A stream's request that the broker does not answer holds only that
+// stream: another stream's batch for the same partition goes on another
+// connection and is acknowledged at once, as two slots' batches need no
+// order between them.
+func TestStreamsDoNotWaitForEachOther(t *testing.T) {
+	t.Parallel()
+	topic := uniqueTopic(t)
+	c := newCluster(t, topic, 1)
+	const writeTimeout = 10 * time.Second
+	s := newSink(t, Config{Brokers: []string{addr(c)}, Topic: topic, WriteTimeout: writeTimeout})
+	if err := s.CheckDestination(context.Background()); err != nil {
+		t.Fatalf("check destination: %v", err)
+	}
+	release := make(chan struct{})
+	_, held := holdFirstProduce(c, func(<-chan struct{}) { <-release }, nil)
+	ctx := context.Background()
+
+	a, b := s.Stream(), s.Stream()
+	first := start(ctx, a, messages("a", 2))
+	<-held
+	if err := start(ctx, b, messages("b", 2)).wait(t, "the other stream's batch", writeTimeout/2); err != nil {
+		t.Fatalf("the other stream's batch: %v", err)
+	}
+	behind := start(ctx, a, messages("a-next", 2))
+	if first.answered() || behind.answered() {
+		t.Fatal("the held stream was answered before its request was released")
+	}
+	close(release)
+	for name, call := range map[string]startedCall{"held": first, "behind it": behind} {
+		if err := call.wait(t, name, writeTimeout); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	recs := newConsumer(t, addr(c), topic).read(t, 6, 30*time.Second)
+	var order []string
+	for _, r := range recs {
+		order = append(order, recordID(r))
+	}
+	want := []string{"b-00000", "b-00001", "a-00000", "a-00001", "a-next-00000", "a-next-00001"}
+	if !slices.Equal(order, want) {
+		t.Errorf("records %v, want %v", order, want)
 	}
 }
