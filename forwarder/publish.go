@@ -74,17 +74,16 @@ func (d *delivery) finish(err error) {
 	d.result = func() error { return err }
 }
 
-// start hands d to the sink: a sinks.Starter (or the scanner's stream of a
-// sinks.Streamer) returns once the batch is sent, any other sink once it is
-// confirmed.
+// start hands d to the sink: a sinks.Starter returns once the batch is sent,
+// any other sink once it is confirmed.
 func (s *scanner) start(ctx context.Context, d *delivery) {
 	d.began = time.Now()
 	if len(d.msgs) == 0 {
 		d.finish(nil)
 		return
 	}
-	if s.starter != nil {
-		d.done, d.result = s.starter.Start(ctx, d.msgs)
+	if st, ok := s.topic.Sink.(sinks.Starter); ok {
+		d.done, d.result = st.Start(ctx, d.msgs)
 		return
 	}
 	err := s.topic.Sink.Publish(ctx, d.msgs)

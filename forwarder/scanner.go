@@ -46,9 +46,6 @@ type scanner struct {
 	// skew is Redis's clock minus the local clock at the last claim (the
 	// claimer's own; nap converts Redis times with it).
 	skew time.Duration
-	// starter starts the slot's publishes without waiting for their
-	// confirms; nil for a sink that only has Publish.
-	starter sinks.Starter
 }
 
 // batch is one claim handed from the claimer to the publisher.
@@ -66,30 +63,15 @@ type batch struct {
 func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 	t := f.opt.Topics[k.topic]
 	return &scanner{
-		f:       f,
-		topic:   t,
-		slot:    k.slot,
-		key:     k,
-		alarm:   a,
-		in:      newInflight(),
-		leases:  newLeases(),
-		log:     f.log.With("topic", t.Name, "slot", k.slot),
-		starter: starterOf(t.Sink),
+		f:      f,
+		topic:  t,
+		slot:   k.slot,
+		key:    k,
+		alarm:  a,
+		in:     newInflight(),
+		leases: newLeases(),
+		log:    f.log.With("topic", t.Name, "slot", k.slot),
 	}
-}
-
-// starterOf is how a scanner starts publishes without waiting for their
-// confirms: on a stream of its own when the sink has streams (its order
-// need not wait for other slots' publishes), with the sink itself when it
-// is a Starter, not at all (nil) otherwise.
-func starterOf(sink sinks.Sink) sinks.Starter {
-	if sm, ok := sink.(sinks.Streamer); ok {
-		return sm.Stream()
-	}
-	if st, ok := sink.(sinks.Starter); ok {
-		return st
-	}
-	return nil
 }
 
 // pipelineDepth is how many batches may wait between two stages of the
@@ -133,7 +115,7 @@ func (s *scanner) run(ctx context.Context) {
 		defer close(done)
 		s.settleLoop(drain, sent)
 	}()
-	if s.starter != nil {
+	if _, ok := s.topic.Sink.(sinks.Starter); ok {
 		// Starting a publish does not wait for the broker, so the claimer
 		// starts its batches itself: one goroutine hop less per batch.
 		s.claimLoop(ctx, func(b batch) { s.leased(); sent <- s.publish(drain, b) })

@@ -1,7 +1,7 @@
 // Package sinks defines how delaybridge hands due messages to a broker: the
-// Sink interface, the optional interfaces a sink may add (Pinger, Starter,
-// Streamer, Checker), the Message it publishes and the errors that tell the
-// forwarder what to do with a message that was not confirmed.
+// Sink interface, the optional interfaces a sink may add (Pinger, Starter),
+// the Message it publishes and the errors that tell the forwarder what to do
+// with a message that was not confirmed.
 //
 // Adapters live in sub-packages named after their broker (sinks/amqp,
 // sinks/kafka, sinks/redis). They import this package, never the forwarder.
@@ -113,17 +113,6 @@ type Pinger interface {
 // sink without Start with Publish, from a goroutine of its own.
 type Starter interface {
 	Start(ctx context.Context, msgs []Message) (done <-chan struct{}, result func() error)
-}
-
-// Streamer is implemented by Starters that need to keep order only among
-// the Start calls of one caller: each of the forwarder's scanners (one per
-// slot) starts its batches on a Stream of its own. A Stream's Start keeps
-// the Starter contract among the calls made on it; the calls of different
-// streams have no order between them, so the sink may send them at once
-// (the Kafka sink sends one produce request per partition at a time within
-// a stream, and the requests of different streams side by side).
-type Streamer interface {
-	Stream() Starter
 }
 
 // Checker is implemented by sinks that can tell whether their destination

@@ -1,8 +1,6 @@
 package kafka
 
 import (
-	"context"
-	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -12,31 +10,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	sinktest.Run(t, harness(func(s *Sink) sinks.Sink { return s }))
-}
-
-// The forwarder publishes with Start: the suite again, each Publish a Start
-// and the wait for its answer.
-func TestConformanceThroughStart(t *testing.T) {
-	sinktest.Run(t, harness(func(s *Sink) sinks.Sink { return startPublisher{s} }))
-}
-
-// startPublisher publishes with Start.
-type startPublisher struct{ *Sink }
-
-func (p startPublisher) Publish(ctx context.Context, msgs []sinks.Message) error {
-	done, result := p.Start(ctx, msgs)
-	select {
-	case <-done:
-		return result()
-	case <-ctx.Done():
-		return fmt.Errorf("wait for kafka acks: %w", ctx.Err())
-	}
-}
-
-// harness makes sinks for the suite; as turns each into the sink tested.
-func harness(as func(*Sink) sinks.Sink) sinktest.Harness {
-	return sinktest.Harness{
+	sinktest.Run(t, sinktest.Harness{
 		New: func(t *testing.T, o sinktest.Options) (sinks.Sink, func(t *testing.T, n int, timeout time.Duration) []sinktest.Received) {
 			topic := uniqueTopic(t)
 			c := newCluster(t, topic, 1) // one partition keeps the order of publication
@@ -69,10 +43,10 @@ func harness(as func(*Sink) sinks.Sink) sinktest.Harness {
 				}
 				return out
 			}
-			return as(s), read
+			return s, read
 		},
 		WantKey: func(m sinks.Message) string {
 			return m.RoutingKey
 		},
-	}
+	})
 }

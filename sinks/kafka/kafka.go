@@ -61,15 +61,11 @@ type Sink struct {
 	// writes counts the goroutines sending produce requests: Close waits
 	// for them, so no request outlives the sink.
 	writes sync.WaitGroup
-	// lanes queue the records of Start calls by partition (start.go).
-	lanes lanes
 }
 
 var (
-	_ sinks.Sink     = (*Sink)(nil)
-	_ sinks.Pinger   = (*Sink)(nil)
-	_ sinks.Starter  = (*Sink)(nil)
-	_ sinks.Streamer = (*Sink)(nil)
+	_ sinks.Sink   = (*Sink)(nil)
+	_ sinks.Pinger = (*Sink)(nil)
 )
 
 // New returns a sink for cfg. It does not connect: the first Publish or Ping
@@ -148,7 +144,20 @@ func (s *Sink) Publish(ctx context.Context, msgs []sinks.Message) error {
 	stop := context.AfterFunc(s.closing, func() { cancel(sinks.ErrClosed) })
 	defer stop()
 
-	records, sent, errs := s.records(msgs)
+	errs := make([]error, len(msgs))
+	records := make([]kafkago.Message, 0, len(msgs))
+	sent := make([]int, 0, len(msgs)) // records[j] is msgs[sent[j]]
+	now := time.Now()
+	for i := range msgs {
+		r := s.record(&msgs[i], now)
+		if err := s.tooLarge(&msgs[i], &r); err != nil {
+			errs[i] = sinks.Permanent(err)
+			continue
+		}
+		records = append(records, r)
+		sent = append(sent, i)
+	}
+
 	if len(records) > 0 {
 		if err := s.writeRecords(ctx, wctx, msgs, records, sent, errs); err != nil {
 			return err
@@ -161,26 +170,6 @@ func (s *Sink) Publish(ctx context.Context, msgs []sinks.Message) error {
 		}
 	}
 	return nil
-}
-
-// records are the records of msgs that can be written (records[j] is
-// msgs[sent[j]]) and one error per message: the permanent error of those
-// that cannot, nil for the others.
-func (s *Sink) records(msgs []sinks.Message) (records []kafkago.Message, sent []int, errs []error) {
-	errs = make([]error, len(msgs))
-	records = make([]kafkago.Message, 0, len(msgs))
-	sent = make([]int, 0, len(msgs))
-	now := time.Now()
-	for i := range msgs {
-		r := s.record(&msgs[i], now)
-		if err := s.tooLarge(&msgs[i], &r); err != nil {
-			errs[i] = sinks.Permanent(err)
-			continue
-		}
-		records = append(records, r)
-		sent = append(sent, i)
-	}
-	return records, sent, errs
 }
 
 // tooLarge says why m, as record r, can never be written, or nil.

@@ -155,7 +155,7 @@ func (s *Sink) writePartition(ctx, wctx context.Context, p int, records []kafkag
 			setAll(rerrs, idx, err)
 			return
 		}
-		err := s.produce(ctx, p, func() kafkago.RecordReader { return recordReader(records, chunk) })
+		err := s.produce(ctx, p, records, chunk)
 		switch {
 		case err == nil:
 		case recordRejected(err):
@@ -200,18 +200,17 @@ func (s *Sink) chunk(records []kafkago.Message, idx []int) int {
 	return len(idx)
 }
 
-// produce sends the records read reads to partition p with acks=all and
-// waits for the answer, within Config.WriteTimeout and ctx. An answer that
-// may be gone on a retry is retried once (see retryOnce). A reader is read
-// once: read makes a new one for each attempt.
-func (s *Sink) produce(ctx context.Context, p int, read func() kafkago.RecordReader) error {
+// produce sends the records idx to partition p with acks=all and waits for
+// the answer, within Config.WriteTimeout and ctx. An answer that may be
+// gone on a retry is retried once (see retryOnce).
+func (s *Sink) produce(ctx context.Context, p int, records []kafkago.Message, idx []int) error {
 	for attempt := 1; ; attempt++ {
 		res, err := s.client.Produce(ctx, &kafkago.ProduceRequest{
 			Topic:        s.cfg.Topic,
 			Partition:    p,
 			RequiredAcks: kafkago.RequireAll,
 			Compression:  s.codec,
-			Records:      read(),
+			Records:      recordReader(records, idx),
 		})
 		if err == nil && res != nil {
 			err = res.Error
