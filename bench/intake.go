@@ -7,7 +7,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -386,6 +388,7 @@ func runIntakeDelay(ctx context.Context, e *env) (Scenario, error) {
 	all := tr.wait(time.Now().Add(2*time.Minute), 20*time.Second)
 	w.end(ctx, &r)
 	stop()
+	e.dumpDelayed(tr, pubNs, delayMs)
 	var late []float64
 	earliest := 0.0
 	for i, at := range tr.recv {
@@ -482,4 +485,28 @@ func (e *env) publishDelayed(ctx context.Context, q string, n, rate int) (pubNs,
 		return nil, nil, 0, fmt.Errorf("publisher: %d nacks", k)
 	}
 	return pubNs, delayMs, span, nil
+}
+
+// dumpDelayed writes, for every message of intake-delay, its publish time
+// (Unix ns), x-delay (ms), receipt time (Unix ns, 0: lost) and lateness as
+// the scenario counts it (ms) to <-dump>/intake-delay.csv: the publish
+// time shows whether late messages were published together (a stall on
+// the way in) or fell due together (a stall on the way out).
+func (e *env) dumpDelayed(t *tracker, pubNs, delayMs []int64) {
+	if e.o.dumpDir == "" {
+		return
+	}
+	var b strings.Builder
+	b.WriteString("seq,publish_ns,delay_ms,receipt_ns,lateness_ms\n")
+	for i, at := range t.recv {
+		late := 0.0
+		if at != 0 {
+			late = float64(at-(pubNs[i]+delayMs[i]*int64(time.Millisecond))) / 1e6
+		}
+		fmt.Fprintf(&b, "%d,%d,%d,%d,%.3f\n", i, pubNs[i], delayMs[i], at, late)
+	}
+	path := filepath.Join(e.o.dumpDir, "intake-delay.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "   dump:", err)
+	}
 }

@@ -147,29 +147,38 @@ func (a *AMQP) session(ctx context.Context) (bool, error) {
 	return true, a.consume(ctx, buffer(sctx, deliveries, a.cfg.Prefetch, &wg))
 }
 
+// received is a delivery and when the intake took it in: its x-delay
+// counts from then, not from its batch's Redis write.
+type received struct {
+	amqp091.Delivery
+	at time.Time
+}
+
 // buffer relays deliveries into a channel that holds up to n of them, so
 // take finds a batch waiting: amqp091's own channel is unbuffered, and read
 // straight from it a batch is one or two deliveries, one Redis round trip
-// each. The relay ends when deliveries close or ctx ends (the session's
-// end: deliveries not taken by then go back to the queue with the
-// connection), and closes the channel it returns; wg waits for it.
-func buffer(ctx context.Context, deliveries <-chan amqp091.Delivery, n int, wg *sync.WaitGroup) <-chan amqp091.Delivery {
-	out := make(chan amqp091.Delivery, n)
+// each. It stamps each with the time it arrived. The relay ends when
+// deliveries close or ctx ends (the session's end: deliveries not taken by
+// then go back to the queue with the connection), and closes the channel it
+// returns; wg waits for it.
+func buffer(ctx context.Context, deliveries <-chan amqp091.Delivery, n int, wg *sync.WaitGroup) <-chan received {
+	out := make(chan received, n)
 	wg.Go(func() {
 		defer close(out)
 		for {
-			var d amqp091.Delivery
+			var r received
 			var ok bool
 			select {
-			case d, ok = <-deliveries:
+			case r.Delivery, ok = <-deliveries:
 				if !ok {
 					return
 				}
+				r.at = time.Now()
 			case <-ctx.Done():
 				return
 			}
 			select {
-			case out <- d:
+			case out <- r:
 			case <-ctx.Done():
 				return
 			}
@@ -196,7 +205,7 @@ func (a *AMQP) dial(ctx context.Context) (*amqp091.Connection, error) {
 
 // consume schedules deliveries batch by batch until they end. After a
 // batch Redis failed, it waits (a growing back-off) before taking more.
-func (a *AMQP) consume(ctx context.Context, deliveries <-chan amqp091.Delivery) error {
+func (a *AMQP) consume(ctx context.Context, deliveries <-chan received) error {
 	slow := backoff.New(redisPolicy)
 	for {
 		batch := take(ctx, deliveries, a.cfg.Prefetch)
@@ -222,8 +231,8 @@ func (a *AMQP) consume(ctx context.Context, deliveries <-chan amqp091.Delivery) 
 
 // take waits for one delivery, then takes whatever else is already there,
 // up to max.
-func take(ctx context.Context, deliveries <-chan amqp091.Delivery, max int) []amqp091.Delivery {
-	var batch []amqp091.Delivery
+func take(ctx context.Context, deliveries <-chan received, max int) []received {
+	var batch []received
 	select {
 	case d, ok := <-deliveries:
 		if !ok {
@@ -250,10 +259,10 @@ func take(ctx context.Context, deliveries <-chan amqp091.Delivery, max int) []am
 // handle writes a batch to Redis, acks what Redis has and returns the rest
 // to the queue (nack, requeue). failed is the Redis error, if any; err is
 // the channel's, when an ack or nack could not be sent.
-func (a *AMQP) handle(ctx context.Context, batch []amqp091.Delivery) (failed, err error) {
+func (a *AMQP) handle(ctx context.Context, batch []received) (failed, err error) {
 	items := make([]item, len(batch))
 	for i, d := range batch {
-		items[i] = a.target.deliveryItem(d)
+		items[i] = a.target.deliveryItem(d.Delivery, d.at)
 	}
 	a.metrics.Received.WithLabelValues(a.target.Topic.Name).Add(float64(len(batch)))
 	errs := a.sched.put(ctx, items)

@@ -17,8 +17,9 @@ import (
 
 // deliveryItem turns an AMQP delivery into the message to schedule: body,
 // routing key, headers (x-delay and delaybridge's own left out) and
-// properties as they came, due when x-delaybridge-due or x-delay says.
-func (t Target) deliveryItem(d amqp091.Delivery) item {
+// properties as they came, due when x-delaybridge-due or x-delay says; an
+// x-delay counts from received, when the intake took the delivery in.
+func (t Target) deliveryItem(d amqp091.Delivery, received time.Time) item {
 	it := item{msg: queue.Message{
 		ID:         deliveryID(d),
 		Body:       d.Body,
@@ -47,7 +48,7 @@ func (t Target) deliveryItem(d amqp091.Delivery) item {
 			it.reject(ReasonBadDue, "header %s: %v", HeaderDue, err)
 		}
 	} else if v, ok := d.Headers[HeaderDelay]; ok {
-		if it.when, err = delayFrom(v, time.Time{}); err != nil {
+		if it.when, err = delayFrom(v, time.Time{}, received); err != nil {
 			it.reject(ReasonBadDelay, "header %s: %v", HeaderDelay, err)
 		}
 	}

@@ -79,8 +79,13 @@ func dueAt(v any) (queue.When, error) {
 }
 
 // delayFrom is the due time of an x-delay value: from is the moment the
-// delay counts from, or the zero time for "now on Redis's clock" (AMQP).
-func delayFrom(v any, from time.Time) (queue.When, error) {
+// delay counts from on the producer's clock (Kafka: the record's
+// timestamp), or the zero time for the moment the intake received the
+// message (AMQP), which received is. That delay counts on Redis's clock:
+// queue.InSince takes off the time the message then waited in the intake
+// (its batch, the Redis round trip before it), so the wait does not make
+// it due later; with received zero too it counts from the Redis write.
+func delayFrom(v any, from, received time.Time) (queue.When, error) {
 	ms, err := number(v)
 	if err != nil {
 		return queue.When{}, err
@@ -91,7 +96,10 @@ func delayFrom(v any, from time.Time) (queue.When, error) {
 	ms = max(ms, 0)
 	if from.IsZero() {
 		if ms <= math.MaxInt64/int64(time.Millisecond) {
-			return queue.In(time.Duration(ms) * time.Millisecond), nil
+			if received.IsZero() {
+				return queue.In(time.Duration(ms) * time.Millisecond), nil
+			}
+			return queue.InSince(time.Duration(ms)*time.Millisecond, received), nil
 		}
 		from = time.Now() // centuries ahead: a Duration cannot hold it
 	}

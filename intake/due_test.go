@@ -1,7 +1,9 @@
 package intake
 
 import (
+	"context"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +23,7 @@ func TestXDelayAcceptsEveryAMQPIntegerTypeAndNumericText(t *testing.T) {
 		{int32(0), "in 0s"}, {int32(-500), "in 0s"}, {"-1", "in 0s"},
 		{"soon", ""}, {true, ""}, {math.NaN(), ""}, {"1e300", ""}, {int64(1) << 60, ""},
 	} {
-		w, err := delayFrom(tt.v, time.Time{})
+		w, err := delayFrom(tt.v, time.Time{}, time.Time{})
 		switch {
 		case tt.want == "" && err == nil:
 			t.Errorf("x-delay %#v = %v, want an error", tt.v, w)
@@ -33,11 +35,11 @@ func TestXDelayAcceptsEveryAMQPIntegerTypeAndNumericText(t *testing.T) {
 
 func TestDueHeaderWinsOverXDelay(t *testing.T) {
 	due := time.UnixMilli(1_900_000_000_000)
-	it := Target{}.deliveryItem(amqp091.Delivery{Headers: amqp091.Table{"x-delay": 5000, HeaderDue: "1900000000000"}})
+	it := Target{}.deliveryItem(amqp091.Delivery{Headers: amqp091.Table{"x-delay": 5000, HeaderDue: "1900000000000"}}, time.Now())
 	if it.reason != "" || it.when.String() != queue.At(due).String() {
 		t.Errorf("when %v (reason %q), want %v", it.when, it.why, queue.At(due))
 	}
-	it = Target{}.deliveryItem(amqp091.Delivery{})
+	it = Target{}.deliveryItem(amqp091.Delivery{}, time.Now())
 	if it.when.String() != (queue.When{}).String() {
 		t.Errorf("no delay header: when %v, want due now", it.when)
 	}
@@ -49,7 +51,7 @@ func TestDeliveryHeadersBecomeTextWithoutDelayHeaders(t *testing.T) {
 		"ts": time.Unix(1_700_000_000, 0), "tbl": amqp091.Table{"z": 1, "a": "x"}, "arr": []any{1, "two"},
 		"dec": amqp091.Decimal{Scale: 2, Value: -5},
 	}}
-	it := Target{}.deliveryItem(d)
+	it := Target{}.deliveryItem(d, time.Now())
 	want := map[string]string{
 		"s": "text", "i": "-7", "b": "true", "f": "1.5", "ts": "2023-11-14T22:13:20Z",
 		"tbl": `{"a":"x","z":1}`, "arr": `[1,"two"]`, "dec": "-0.05",
@@ -62,7 +64,7 @@ func TestDeliveryHeadersBecomeTextWithoutDelayHeaders(t *testing.T) {
 			t.Errorf("header %s = %q, want %q", k, it.msg.Headers[k], v)
 		}
 	}
-	if it.msg.RoutingKey != "rk" || (Target{OwnRoutingKey: true}).deliveryItem(d).msg.RoutingKey != "" {
+	if it.msg.RoutingKey != "rk" || (Target{OwnRoutingKey: true}).deliveryItem(d, time.Now()).msg.RoutingKey != "" {
 		t.Errorf("routing key kept %q; with the topic's own it must be dropped", it.msg.RoutingKey)
 	}
 }
@@ -84,5 +86,58 @@ func TestDeliveryWithoutMessageIDGetsAStableIDOfItsContent(t *testing.T) {
 	}
 	if id := deliveryID(amqp091.Delivery{MessageId: "m-1", Body: []byte("b")}); id != "m-1" {
 		t.Errorf("id %q, want the message id", id)
+	}
+}
+
+// TestXDelayCountsFromWhenTheIntakeReceivedTheDelivery writes a delivery
+// with x-delay 1000 that the intake received 400 ms before its batch went to
+// Redis (a batch waiting for the one before, a slow Redis): it is due 600 ms
+// after Redis's TIME at the write, 1 s after it arrived, not 1 s after the
+// write.
+func TestXDelayCountsFromWhenTheIntakeReceivedTheDelivery(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := context.Background()
+	s := &scheduler{q: queue.New(f.rdb), target: Target{Topic: f.topic}, metrics: f.metrics, log: testLog(t)}
+	before, err := f.rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	received := time.Now().Add(-400 * time.Millisecond)
+	it := s.target.deliveryItem(amqp091.Delivery{MessageId: "m-1", Body: []byte("b"), Headers: amqp091.Table{"x-delay": int32(1000)}}, received)
+	if errs := s.put(ctx, []item{it}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	after, err := f.rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := queue.New(f.rdb).Get(ctx, f.topic, "m-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo := float64(before.Add(600*time.Millisecond).UnixMicro()) / 1000
+	hi := float64(after.Add(600*time.Millisecond).UnixMilli() + 1)
+	if score := queue.Millis(r.Due); score < lo || score > hi {
+		t.Errorf("due at %.0f ms, want %.3f to %.0f: 1 s after the delivery arrived, 600 ms after the write", score, lo, hi)
+	}
+}
+
+// TestRelayStampsEachDeliveryWhenItArrives: the relay's time is what
+// x-delay counts from.
+func TestRelayStampsEachDeliveryWhenItArrives(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	in := make(chan amqp091.Delivery)
+	out := buffer(ctx, in, 4, &wg)
+	for i := range 3 {
+		before := time.Now()
+		in <- amqp091.Delivery{DeliveryTag: uint64(i + 1)}
+		r := <-out
+		after := time.Now()
+		if r.DeliveryTag != uint64(i+1) || r.at.Before(before) || r.at.After(after) {
+			t.Errorf("delivery %d stamped %v, want between %v and %v", r.DeliveryTag, r.at, before, after)
+		}
 	}
 }

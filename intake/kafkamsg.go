@@ -3,6 +3,7 @@ package intake
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -57,7 +58,7 @@ func (t Target) recordItem(r kafkago.Message) item {
 			it.reject(ReasonBadDue, "header %s: %v", HeaderDue, err)
 		}
 	case delay != nil:
-		if it.when, err = delayFrom(string(delay), r.Time); err != nil {
+		if it.when, err = delayFrom(string(delay), r.Time, time.Time{}); err != nil {
 			it.reject(ReasonBadDelay, "header %s: %v", HeaderDelay, err)
 		}
 	}

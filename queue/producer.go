@@ -22,11 +22,12 @@ var (
 	ErrNotEnvelope = errors.New("topic is not in envelope format")
 )
 
-// When is a due time: an instant (At) or a delay from Redis's clock (In).
-// The zero When is due at once.
+// When is a due time: an instant (At) or a delay from Redis's clock (In,
+// InSince). The zero When is due at once.
 type When struct {
 	at       time.Time
 	in       time.Duration
+	since    time.Time // InSince: the local moment in counts from
 	relative bool
 }
 
@@ -38,7 +39,23 @@ func At(t time.Time) When { return When{at: t} }
 // scanners use), rounded up to the next millisecond.
 func In(d time.Duration) When { return When{in: d, relative: true} }
 
+// InSince is due d after since, a moment of this process's clock that has
+// passed (when a message was received, say), on Redis's clock: when the
+// call runs, the time elapsed since then is taken off d and the rest is
+// counted from Redis's TIME as In counts it (nothing when it has all
+// elapsed: due at once). Only that elapsed time comes from the local clock,
+// from its monotonic reading, so a local clock that disagrees with Redis's
+// does not matter; a message that waited in the caller before its write is
+// not due later for it. The wait after the elapsed time is read (the trip
+// to Redis) still counts: never before since + d on Redis's clock.
+func InSince(d time.Duration, since time.Time) When {
+	return When{in: d, since: since, relative: true}
+}
+
 func (w When) String() string {
+	if w.relative && !w.since.IsZero() {
+		return "in " + w.in.String() + " since " + w.since.UTC().Format(time.RFC3339Nano)
+	}
 	if w.relative {
 		return "in " + w.in.String()
 	}
@@ -51,8 +68,12 @@ func (w When) args() (mode, value string, err error) {
 		return "in", "0", nil
 	}
 	if w.relative {
-		ms := w.in.Milliseconds()
-		if w.in > time.Duration(ms)*time.Millisecond {
+		in := w.in
+		if !w.since.IsZero() {
+			in = max(in-time.Since(w.since), 0)
+		}
+		ms := in.Milliseconds()
+		if in > time.Duration(ms)*time.Millisecond {
 			ms++
 		}
 		return "in", strconv.FormatInt(ms, 10), nil

@@ -369,3 +369,41 @@ func TestInIsNeverShorterThanItsDelay(t *testing.T) {
 		}
 	}
 }
+
+// TestInSinceCountsTheDelayFromSinceOnRedisClock schedules InSince(1s) from
+// a moment 300 ms ago: the score is 700 ms after Redis's TIME at the call,
+// not 1 s (the wait before the write does not count), and never before
+// since + 1 s on Redis's clock (TIME read before since was taken, + 700).
+// A delay that has all elapsed is due at once (TIME, as In(0)).
+func TestInSinceCountsTheDelayFromSinceOnRedisClock(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, FormatRaw, 1)
+	for _, tt := range []struct {
+		delay, ago, want time.Duration
+	}{
+		{time.Second, 300 * time.Millisecond, 700 * time.Millisecond},
+		{100 * time.Millisecond, time.Second, 0},
+	} {
+		before, err := f.rdb.Time(f.ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		since := time.Now().Add(-tt.ago) // keeps the monotonic reading
+		r, err := f.q.ScheduleMember(f.ctx, f.tp, []byte("m"+tt.delay.String()), InSince(tt.delay, since))
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := f.rdb.Time(f.ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo := float64(before.Add(tt.want).UnixMicro()) / 1000
+		if tt.want == 0 {
+			lo = float64(before.UnixMilli()) // due at once: TIME rounded down
+		}
+		hi := float64(after.Add(tt.want).UnixMilli() + 1)
+		if r.Score < lo || r.Score > hi {
+			t.Errorf("InSince(%v, %v ago) scheduled at %.0f ms, want %.3f to %.0f (TIME + %v)", tt.delay, tt.ago, r.Score, lo, hi, tt.want)
+		}
+	}
+}
