@@ -10,14 +10,25 @@ import (
 // claimAhead is how far past Redis's now a claim also takes members (the
 // look-ahead of queue.ClaimAhead). In steady traffic every message would
 // otherwise be a claim of its own (at 250 messages/s a slot sees one every
-// 4 ms); a window of 20 ms claims several at once, and the scanner holds
-// them in memory until each falls due. It is capped at a tenth of the lease
-// (the lease counts from the end of the window anyway).
-const claimAhead = 20 * time.Millisecond
+// 4 ms); a window of 100 ms claims a tenth of a second's messages at once,
+// and the scanner holds them in memory until each falls due. A claim is a
+// script call, and script calls are most of Redis's work in steady traffic
+// (docs/performance.md: 20 ms and acks every 20 ms cost 2.6 Redis commands
+// per message in the steady bench, 100 ms and acks every 100 ms 0.75).
+const claimAhead = 100 * time.Millisecond
 
-// lookAhead is the look-ahead of the scanner's claims.
+// lookAhead is the look-ahead of the scanner's claims: claimAhead, at most
+// a tenth of the lease (the lease counts from the end of the window anyway)
+// and, while the slots are polled, at most the poll interval. A message
+// written by a plain ZADD, with no wake-up and no keyspace notification, is
+// seen by the next claim only; that is promised within the poll interval,
+// and a hold longer than it would put the next claim off beyond it.
 func (s *scanner) lookAhead() time.Duration {
-	return min(claimAhead, s.f.opt.Lease/10)
+	d := min(claimAhead, s.f.opt.Lease/10)
+	if s.f.ks.get() == modePoll {
+		d = min(d, s.f.opt.PollInterval)
+	}
+	return d
 }
 
 // heldClaim is what one claim took and the scanner has not handed over
