@@ -12,9 +12,9 @@ import (
 // otherwise be a claim of its own (at 250 messages/s a slot sees one every
 // 4 ms); a window of 20 ms claims several at once, and the scanner holds
 // them in memory until each falls due. A wider window costs fewer claims
-// but held messages came out later: 100 ms took Redis from 52 to 29 µs of
-// CPU per message in the steady bench and the lateness p50 from 1.4 to
-// 1.8 ms (docs/performance.md).
+// but held messages came out later: 100 ms took Redis from 52 to 30 µs of
+// CPU per message in the steady bench and held messages' lateness p50
+// from 1.3-1.4 to 1.5-1.9 ms (docs/performance.md).
 const claimAhead = 20 * time.Millisecond
 
 // lookAhead is the look-ahead of the scanner's claims: claimAhead, at most
