@@ -139,3 +139,33 @@ func TestAnnouncedLaterMessageDoesNotEndTheHold(t *testing.T) {
 		t.Fatalf("handOver = %d held, %v, handed %d; want nothing held, true, 1", len(rest), ok, handed)
 	}
 }
+
+// A plain ZADD with no wake-up is seen by the next claim only, promised
+// within the poll interval while slots are polled: a claim never looks (and
+// so never holds) further ahead than that, nor past a tenth of the lease.
+func TestLookAheadIsCappedByPollIntervalWhilePollingAndByLease(t *testing.T) {
+	t.Parallel()
+	q, prefix := testRedis(t)
+	topic := queue.Topic{Name: "ahead", Prefix: prefix}
+	for _, c := range []struct {
+		name        string
+		poll, lease time.Duration
+		mode        string
+		want        time.Duration
+	}{
+		{"defaults", time.Second, 30 * time.Second, modePoll, claimAhead},
+		{"poll interval shorter, polling", claimAhead / 4, 30 * time.Second, modePoll, claimAhead / 4},
+		{"poll interval shorter, keyspace notifications", claimAhead / 4, 30 * time.Second, modeZset, claimAhead},
+		{"short lease", time.Second, claimAhead * 5, modePoll, claimAhead / 2},
+	} {
+		f, err := New(Options{Queue: q, Topics: []Topic{{topic, newRecordSink()}}, KeyPrefix: prefix, AllSlots: true,
+			PollInterval: c.poll, Lease: c.lease, Metrics: NewMetrics(prometheus.NewRegistry())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.setMode(c.mode, "")
+		if got := f.newScanner(slotKey{}, newAlarm()).lookAhead(); got != c.want {
+			t.Errorf("%s: look-ahead %s, want %s", c.name, got, c.want)
+		}
+	}
+}
