@@ -125,8 +125,17 @@ func TestRabbitMQStalled10sHoldsBackAndRecovers(t *testing.T) {
 	brokerStall{b: b, p: p, deliveries: b.mq.Deliveries, stallFor: 10 * time.Second}.run(t, r)
 }
 
+// TestKafkaStalled10sHoldsBackAndRecovers runs alone, before the parallel
+// scenarios (no t.Parallel). Its Kafka is kfake inside this race-built test
+// process: with the other scenarios loading the two cores it answered
+// produce requests in 0.3-0.5 s (traced in a full chaos run), and a slot's
+// next batch waits for its previous produce (the Kafka sink publishes one
+// batch per slot at a time), so messages due 8 s after the stall were 1.4 s
+// late in that run, and 2.07 s in an untraced failure: a broker that was
+// itself slow, not a daemon that did not recover. Alone its worst lateness of
+// the messages due 2 s or more after the stall was 10 and 20 ms (2 runs;
+// 52-81 ms with three copies of it running at once).
 func TestKafkaStalled10sHoldsBackAndRecovers(t *testing.T) {
-	t.Parallel()
 	r := report(t, "2d kafka-stall-10s")
 	b, p, k := kafkaBridge(t, defaultSlots)
 	brokerStall{b: b, p: p, deliveries: k.Deliveries, stallFor: 10 * time.Second, dupBound: b.inflightBound()}.run(t, r)
