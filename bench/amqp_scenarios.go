@@ -51,13 +51,11 @@ func runBurstSpread(ctx context.Context, e *env) (Scenario, error) {
 func (e *env) burst(ctx context.Context, name string, spread time.Duration) (Scenario, error) {
 	n, slots := e.o.sizes.burst, e.o.sizes.burstSlots
 	r := Scenario{Messages: n, Ceilings: map[string]float64{}}
-	prefix := e.prefix(name)
-	defer e.dropKeys(prefix)
-	target, err := e.declare(prefix)
+	prefix, target, drop, err := e.space(name)
 	if err != nil {
 		return r, err
 	}
-	defer e.undeclare(target)
+	defer drop()
 
 	if rate, err := e.rawClaimAck(ctx, n, slots, 500, e.o.size); err != nil {
 		r.Notes = append(r.Notes, "raw redis claim+ack: "+err.Error())
@@ -214,13 +212,11 @@ func (e *env) steady(ctx context.Context, name string, far int) (Scenario, error
 	s := e.o.sizes
 	n := s.steadyRate * int(s.steadyFor/time.Second)
 	r := Scenario{Messages: n, Ceiling: float64(s.steadyRate)}
-	prefix := e.prefix(name)
-	defer e.dropKeys(prefix)
-	target, err := e.declare(prefix)
+	prefix, target, drop, err := e.space(name)
 	if err != nil {
 		return r, err
 	}
-	defer e.undeclare(target)
+	defer drop()
 	topic := benchTopic(prefix, s.steadySlots)
 
 	var farBytes float64

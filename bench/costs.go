@@ -162,21 +162,25 @@ func printCostsMarkdown(w io.Writer, rep Report) {
 			targets = append(targets, fmt.Sprintf("| %s | %s | %s%s | %s%s |", r.Name, t.What, t.Want, spaceUnit(t.Unit), trimFloat(t.Got), extra)+" "+verdict+" |")
 		}
 	}
-	if len(rows) > 0 {
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| scenario | per | daemon CPU (µs) | Redis CPU (µs) | Redis commands | RabbitMQ CPU (µs) | raw RabbitMQ CPU (µs) | RabbitMQ ratio | Redis bytes |")
-		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-		for _, l := range rows {
-			fmt.Fprintln(w, l)
-		}
+	markdownTable(w, rows,
+		"| scenario | per | daemon CPU (µs) | Redis CPU (µs) | Redis commands | RabbitMQ CPU (µs) | raw RabbitMQ CPU (µs) | RabbitMQ ratio | Redis bytes |",
+		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+	markdownTable(w, targets,
+		"| scenario | target | want | got | |",
+		"| --- | --- | --- | --- | --- |")
+}
+
+// markdownTable prints rows under header and its alignment line, after a
+// blank line; nothing when there are no rows.
+func markdownTable(w io.Writer, rows []string, header, align string) {
+	if len(rows) == 0 {
+		return
 	}
-	if len(targets) > 0 {
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| scenario | target | want | got | |")
-		fmt.Fprintln(w, "| --- | --- | --- | --- | --- |")
-		for _, l := range targets {
-			fmt.Fprintln(w, l)
-		}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, header)
+	fmt.Fprintln(w, align)
+	for _, l := range rows {
+		fmt.Fprintln(w, l)
 	}
 }
 

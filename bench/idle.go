@@ -53,13 +53,11 @@ func idleTopicsOf(prefix string, slots int) []queue.Topic {
 func (e *env) idle(ctx context.Context, name string, keyspace bool) (Scenario, error) {
 	s := e.o.sizes
 	r := Scenario{}
-	prefix := e.prefix(name)
-	defer e.dropKeys(prefix)
-	target, err := e.declare(prefix)
+	prefix, target, drop, err := e.space(name)
 	if err != nil {
 		return r, err
 	}
-	defer e.undeclare(target)
+	defer drop()
 	topics := idleTopicsOf(prefix, s.idleSlots)
 	held, err := e.holdLater(ctx, topics)
 	if err != nil {

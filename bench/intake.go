@@ -242,13 +242,11 @@ func (e *env) waiting(ctx context.Context, t queue.Topic) (int64, error) {
 func runIntake(ctx context.Context, e *env) (Scenario, error) {
 	n, slots := e.o.sizes.intake, e.o.sizes.steadySlots
 	r := Scenario{Messages: n, Ceilings: map[string]float64{}, RawCPU: map[string]map[string]float64{}}
-	prefix := e.prefix("intake")
-	defer e.dropKeys(prefix)
-	target, err := e.declare(prefix)
+	prefix, target, drop, err := e.space("intake")
 	if err != nil {
 		return r, err
 	}
-	defer e.undeclare(target)
+	defer drop()
 	in := prefix + "-in"
 	if err := e.declareQueue(in); err != nil {
 		return r, err
@@ -356,13 +354,11 @@ func runIntakeDelay(ctx context.Context, e *env) (Scenario, error) {
 	s := e.o.sizes
 	n := s.steadyRate * int(s.steadyFor/time.Second)
 	r := Scenario{Messages: n, Ceiling: float64(s.steadyRate)}
-	prefix := e.prefix("intake-delay")
-	defer e.dropKeys(prefix)
-	target, err := e.declare(prefix)
+	prefix, target, drop, err := e.space("intake-delay")
 	if err != nil {
 		return r, err
 	}
-	defer e.undeclare(target)
+	defer drop()
 	in := prefix + "-in"
 	if err := e.declareQueue(in); err != nil {
 		return r, err

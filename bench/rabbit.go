@@ -38,6 +38,20 @@ func (e *env) declare(name string) (rabbitTarget, error) {
 	return rabbitTarget{name: name}, nil
 }
 
+// space is a scenario's key prefix and the exchange and queue of the same
+// name (declare); drop deletes them and the scenario's keys.
+func (e *env) space(scenario string) (prefix string, target rabbitTarget, drop func(), err error) {
+	prefix = e.prefix(scenario)
+	if target, err = e.declare(prefix); err != nil {
+		e.dropKeys(prefix)
+		return "", rabbitTarget{}, nil, err
+	}
+	return prefix, target, func() {
+		e.undeclare(target)
+		e.dropKeys(prefix)
+	}, nil
+}
+
 func (e *env) undeclare(t rabbitTarget) {
 	ch, err := e.amqp.Channel()
 	if err != nil {
