@@ -57,11 +57,33 @@ return 1
 // before it finish normally (their messages are delivered); no claim that
 // starts after it returns a message. Pausing a paused topic replaces the
 // reason. On an error some slots may be paused: Pause again, or Resume.
+//
+// The slots beyond the topic's slot count that hold messages (stranded by
+// a resize or a producer with other settings, which the daemon drains) are
+// paused too: they are found with SCAN (see StrandedSlots), after the
+// topic's own slots. A slot beyond the count that receives its first
+// message after the pause is not paused.
 func (q *Queue) Pause(ctx context.Context, t Topic, reason string) error {
+	return q.eachSlot(ctx, t, "pause", func(s int) error {
+		return pauseScript.Run(ctx, q.rdb, slotKeys(t.Keys(s)), reason).Err()
+	})
+}
+
+// eachSlot runs fn on every slot of t, then on its slots beyond the slot
+// count (slotsBeyond), stopping at the first error.
+func (q *Queue) eachSlot(ctx context.Context, t Topic, op string, fn func(slot int) error) error {
 	for s := range t.SlotCount() {
-		k := t.Keys(s)
-		if err := pauseScript.Run(ctx, q.rdb, slotKeys(k), reason).Err(); err != nil {
-			return fmt.Errorf("pause %s: %w", k.Scheduled, err)
+		if err := fn(s); err != nil {
+			return fmt.Errorf("%s %s: %w", op, t.Keys(s).Scheduled, err)
+		}
+	}
+	beyond, err := q.slotsBeyond(ctx, t)
+	if err != nil {
+		return fmt.Errorf("%s the slots of %s beyond its %d: %w", op, t.Name, t.SlotCount(), err)
+	}
+	for _, s := range beyond {
+		if err := fn(s); err != nil {
+			return fmt.Errorf("%s %s: %w", op, t.Keys(s).Scheduled, err)
 		}
 	}
 	return nil
@@ -82,18 +104,16 @@ redis.call('PUBLISH', ARGV[1], ARGV[2] .. string.format('%.0f', now))
 return n
 `)
 
-// Resume lets every slot of t be claimed again and wakes their scanners;
-// it returns how many slots were paused.
+// Resume lets every slot of t be claimed again, those beyond its slot
+// count included (see Pause), and wakes their scanners; it returns how many
+// slots were paused.
 func (q *Queue) Resume(ctx context.Context, t Topic) (int, error) {
 	n := 0
-	for s := range t.SlotCount() {
-		k := t.Keys(s)
+	err := q.eachSlot(ctx, t, "resume", func(s int) error {
 		channel, prefix := t.wakeArgs(s)
-		c, err := resumeScript.Run(ctx, q.rdb, slotKeys(k), channel, prefix).Int()
-		if err != nil {
-			return n, fmt.Errorf("resume %s: %w", k.Scheduled, err)
-		}
+		c, err := resumeScript.Run(ctx, q.rdb, slotKeys(t.Keys(s)), channel, prefix).Int()
 		n += c
-	}
-	return n, nil
+		return err
+	})
+	return n, err
 }

@@ -127,3 +127,41 @@ func TestAdoptedKeyIsPausedInItsOwnHashTag(t *testing.T) {
 		t.Errorf("claimed %v after resume, want old", members(c))
 	}
 }
+
+// A slot beyond the slot count (stranded by a resize) is drained by the
+// daemon like any other: pausing the topic must stop it too.
+func TestPauseAndResumeCoverSlotsBeyondTheSlotCount(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, FormatRaw, 2)
+	now := f.redisNow()
+	f.zadd(1, now-1000, "in range")
+	f.zadd(5, now-1000, "stranded")
+	if err := f.q.Pause(f.ctx, f.tp, "migration"); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []int{1, 5} {
+		if c := f.claim(s, 10, time.Minute); len(c.Messages) != 0 || !c.Paused {
+			t.Errorf("slot %d while paused: claimed %v, paused %v; want nothing, paused", s, members(c), c.Paused)
+		}
+	}
+	if got, err := f.q.StrandedSlots(f.ctx, f.tp); err != nil || len(got) != 1 || got[0].Slot != 5 {
+		t.Errorf("StrandedSlots while paused = %v, %v; want slot 5 only", got, err)
+	}
+	n, err := f.q.Resume(f.ctx, f.tp)
+	if err != nil || n != 3 {
+		t.Fatalf("resume = %d, %v; want 3 slots (0, 1 and the stranded 5)", n, err)
+	}
+	if c := f.claim(5, 10, time.Minute); len(members(c)) != 1 || c.Paused {
+		t.Errorf("stranded slot after resume: claimed %v, paused %v; want its message", members(c), c.Paused)
+	}
+	if n := f.rdb.Exists(f.ctx, f.tp.Keys(5).Paused).Val(); n != 0 {
+		t.Errorf("the stranded slot's paused key is still there after resume")
+	}
+	// Drained and resumed, the slot leaves no key the next pause would find.
+	if n, err := f.q.Ack(f.ctx, f.tp, 5, []string{"stranded"}); err != nil || n != 1 {
+		t.Fatalf("ack = %d, %v", n, err)
+	}
+	if got, err := f.q.slotsBeyond(f.ctx, f.tp); err != nil || len(got) != 0 {
+		t.Errorf("slots beyond the count after drain = %v, %v; want none", got, err)
+	}
+}

@@ -3,7 +3,8 @@ package queue
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,23 +33,12 @@ const strandedScanCount = 1000
 // which is why the forwarder runs it only every few minutes. An adopted key
 // has no slots: none.
 func (q *Queue) StrandedSlots(ctx context.Context, t Topic) ([]StrandedSlot, error) {
-	if t.Key != "" {
-		return nil, nil
-	}
-	base := t.KeyPrefix() + ":{" + t.Name + ":"
-	pattern := globEscape(base) + "*"
-	keys, err := q.scanKeys(ctx, pattern)
+	seen, err := q.slotsBeyond(ctx, t)
 	if err != nil {
 		return nil, fmt.Errorf("find stranded slots of %s: %w", t.Name, err)
 	}
-	seen := map[int]bool{}
-	for _, k := range keys {
-		if slot, ok := parseSlotKey(k, base); ok && slot >= t.SlotCount() {
-			seen[slot] = true
-		}
-	}
 	out := make([]StrandedSlot, 0, len(seen))
-	for slot := range seen {
+	for _, slot := range seen {
 		k := t.Keys(slot)
 		sched, err := q.rdb.ZCard(ctx, k.Scheduled).Result()
 		if err == nil {
@@ -63,20 +53,40 @@ func (q *Queue) StrandedSlots(ctx context.Context, t Topic) ([]StrandedSlot, err
 			out = append(out, StrandedSlot{Slot: slot, Messages: sched})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Slot < out[j].Slot })
 	return out, nil
 }
 
-// parseSlotKey reads the slot of a scheduled or in-flight key of a topic
-// whose slot keys begin with base ("<prefix>:{<topic>:"). Other keys (the
-// records, the dead set, a topic whose name continues base) are not.
+// slotsBeyond lists the slots of t at or beyond its slot count that have a
+// scheduled, in-flight or paused key, in slot order (SCAN, as
+// StrandedSlots). An adopted key has no slots: none.
+func (q *Queue) slotsBeyond(ctx context.Context, t Topic) ([]int, error) {
+	if t.Key != "" {
+		return nil, nil
+	}
+	base := t.KeyPrefix() + ":{" + t.Name + ":"
+	keys, err := q.scanKeys(ctx, globEscape(base)+"*")
+	if err != nil {
+		return nil, err
+	}
+	seen := map[int]bool{}
+	for _, k := range keys {
+		if slot, ok := parseSlotKey(k, base); ok && slot >= t.SlotCount() {
+			seen[slot] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
+}
+
+// parseSlotKey reads the slot of a scheduled, in-flight or paused key of a
+// topic whose slot keys begin with base ("<prefix>:{<topic>:"). Other keys
+// (the records, the dead set, a topic whose name continues base) are not.
 func parseSlotKey(key, base string) (int, bool) {
 	rest, ok := strings.CutPrefix(key, base)
 	if !ok {
 		return 0, false
 	}
 	digits, suffix, ok := strings.Cut(rest, "}")
-	if !ok || (suffix != "" && suffix != ":inflight") {
+	if !ok || (suffix != "" && suffix != ":inflight" && suffix != ":paused") {
 		return 0, false
 	}
 	n, err := strconv.Atoi(digits)
