@@ -18,6 +18,7 @@ import (
 
 	"github.com/delaybridge/delaybridge/config"
 	"github.com/delaybridge/delaybridge/forwarder"
+	"github.com/delaybridge/delaybridge/internal/procs"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -75,6 +76,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	for _, name := range cfg.Unused(os.Environ()) {
 		log.Warn("variable is not used by this configuration (misspelt, or its topic is not in DELAYBRIDGE_TOPICS?)", "var", name)
 	}
+	stopProcs := adaptProcs(ctx, log)
+	defer stopProcs()
 	rdb, err := cfg.Redis.Client()
 	if err != nil {
 		return fmt.Errorf("redis client: %w", err)
@@ -151,6 +154,18 @@ func watchDestinations(ctx context.Context, topics []forwarder.Topic, log *slog.
 	return dests, func() {
 		cancel()
 		watching.Wait()
+	}
+}
+
+// adaptProcs runs the Go scheduler on one processor while the daemon needs
+// less (internal/procs) until stop is called.
+func adaptProcs(ctx context.Context, log *slog.Logger) (stop func()) {
+	pctx, cancel := context.WithCancel(ctx)
+	var running sync.WaitGroup
+	running.Go(func() { procs.Run(pctx, procs.DefaultPolicy(), log) })
+	return func() {
+		cancel()
+		running.Wait()
 	}
 }
 
