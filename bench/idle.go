@@ -94,8 +94,10 @@ func (e *env) idle(ctx context.Context, name string, keyspace bool) (Scenario, e
 			mode = v // -daemon-env wins, as startDaemon applies it last
 		}
 	}
-	r.Notes = append(r.Notes, d.keyspaceMode(mode))
 	time.Sleep(2 * time.Second) // past start-up: first claims, reaps and stats
+	// After start-up: the daemon starts polling and takes the mode Redis
+	// allows once it has read the setting.
+	r.Notes = append(r.Notes, d.keyspaceMode(mode))
 	if err := e.measureIdle(ctx, d, &r); err != nil {
 		return r, err
 	}
