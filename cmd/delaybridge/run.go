@@ -38,6 +38,8 @@ func runDaemon(ctx context.Context, args []string, s stdio) int {
 	}
 	log := newLogger(cfg, s)
 	redis.SetLogger(redisLogger{log}) // the library's global: see logging.go
+	stopProcs := adaptProcs(ctx, log)
+	defer stopProcs()
 	if err := serve(ctx, cfg, log); err != nil {
 		log.Error("delaybridge stopped", "err", err)
 		if errors.Is(err, queue.ErrLayoutMismatch) {
@@ -76,8 +78,6 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	for _, name := range cfg.Unused(os.Environ()) {
 		log.Warn("variable is not used by this configuration (misspelt, or its topic is not in DELAYBRIDGE_TOPICS?)", "var", name)
 	}
-	stopProcs := adaptProcs(ctx, log)
-	defer stopProcs()
 	rdb, err := cfg.Redis.Client()
 	if err != nil {
 		return fmt.Errorf("redis client: %w", err)
