@@ -10,12 +10,16 @@ import (
 // claimAhead is how far past Redis's now a claim also takes members (the
 // look-ahead of queue.ClaimAhead). In steady traffic every message would
 // otherwise be a claim of its own (at 250 messages/s a slot sees one every
-// 4 ms); a window of 20 ms claims several at once, and the scanner holds
-// them in memory until each falls due. A wider window costs fewer claims
-// but held messages came out later: 100 ms took Redis from 52 to 30 µs of
-// CPU per message in the steady bench and held messages' lateness p50
-// from 1.3-1.4 to 1.5-1.9 ms (docs/performance.md).
-const claimAhead = 20 * time.Millisecond
+// 4 ms); a window of 100 ms claims some 25 at once, and the scanner holds
+// them in memory until each falls due. The wider the window, the fewer the
+// claims; a held message waits on a Go timer, which fires up to a
+// millisecond late in a process with little else to do. With the scheduler
+// on both processors 100 ms made held messages later (lateness p50 1.3-1.4
+// -> 1.5-1.9 ms), and 20 ms was the compromise; on one processor (see
+// internal/procs) 100 ms costs a tenth to a third of a millisecond at p50
+// for 40% less Redis CPU (steady quick: 30-48 -> 18-32 µs per message) and
+// less daemon CPU (docs/performance.md).
+const claimAhead = 100 * time.Millisecond
 
 // lookAhead is the look-ahead of the scanner's claims: claimAhead, at most
 // a tenth of the lease (the lease counts from the end of the window anyway)
