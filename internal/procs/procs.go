@@ -113,11 +113,8 @@ func Run(ctx context.Context, p Policy, log *slog.Logger) {
 			log.Warn("cannot read the process's CPU time: the scheduler returns to its default processors", "err", err)
 			return
 		}
-		dt := now.Sub(lastAt)
-		cores := used.Seconds() - last.Seconds()
-		if dt > 0 {
-			cores /= dt.Seconds()
-		}
+		dt := now.Sub(lastAt) // a ticker's ticks are apart: dt > 0
+		cores := (used - last).Seconds() / dt.Seconds()
 		last, lastAt = used, now
 		if one, changed := g.step(cores, dt); changed {
 			set(one, log)
