@@ -1,6 +1,8 @@
 package config
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -8,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delaybridge/delaybridge/internal/rawio"
 )
 
 // Timeouts of every Redis connection unless the URL's query sets its own
@@ -49,7 +53,38 @@ func (r Redis) Options() (*redis.UniversalOptions, error) {
 	if o.TLSConfig != nil && u.TLSConfig != nil && u.TLSConfig.InsecureSkipVerify {
 		o.TLSConfig.InsecureSkipVerify = true // ?skip_verify=true in the URL
 	}
+	o.Dialer = dialer(o.DialTimeout, o.TLSConfig)
 	return o, nil
+}
+
+// dialer is go-redis's own dialer (TCP keep-alive, TLS when configured)
+// with connections that read and write with raw system calls (rawio), so a
+// round trip to Redis does not wake the Go runtime's monitor thread.
+func dialer(timeout time.Duration, tlsConfig *tls.Config) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d := net.Dialer{Timeout: timeout}
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		c = rawio.Conn(c)
+		if tlsConfig == nil {
+			return c, nil
+		}
+		cfg := tlsConfig
+		if cfg.ServerName == "" {
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tc := tls.Client(c, cfg)
+		hctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if err := tc.HandshakeContext(hctx); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		return tc, nil
+	}
 }
 
 // urlOptions are the options a parsed URL gives, with our timeouts where it

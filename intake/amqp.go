@@ -14,6 +14,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/delaybridge/delaybridge/internal/backoff"
+	"github.com/delaybridge/delaybridge/internal/rawio"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -192,13 +193,13 @@ func (a *AMQP) dial(ctx context.Context) (*amqp091.Connection, error) {
 	if a.cfg.Name != "" {
 		props.SetClientConnectionName(a.cfg.Name)
 	}
-	d := net.Dialer{Timeout: dialTimeout}
+	dial := rawio.Dial(&net.Dialer{Timeout: dialTimeout})
 	return amqp091.DialConfig(a.cfg.URL, amqp091.Config{
 		TLSClientConfig: a.cfg.TLS,
 		Properties:      props,
 		Heartbeat:       10 * time.Second,
 		Dial: func(network, addr string) (net.Conn, error) {
-			return d.DialContext(ctx, network, addr)
+			return dial(ctx, network, addr)
 		},
 	})
 }

@@ -10,6 +10,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/delaybridge/delaybridge/internal/backoff"
+	"github.com/delaybridge/delaybridge/internal/rawio"
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
@@ -148,7 +149,7 @@ func (s *Sink) dial() (*amqp091.Connection, *writeTimeoutConn, error) {
 				return nil, err
 			}
 			mu.Lock()
-			w = &writeTimeoutConn{Conn: c, timeout: s.cfg.WriteTimeout}
+			w = &writeTimeoutConn{Conn: rawio.Conn(c), timeout: s.cfg.WriteTimeout}
 			mu.Unlock()
 			return w, nil
 		},

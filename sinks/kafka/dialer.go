@@ -5,6 +5,8 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/delaybridge/delaybridge/internal/rawio"
 )
 
 // Dialer is a kafka-go Dialer with cfg's client id, TLS and SASL, for the
@@ -18,9 +20,9 @@ func (c Config) Dialer() (*kafkago.Dialer, error) {
 	return &kafkago.Dialer{
 		ClientID:      c.ClientID,
 		Timeout:       5 * time.Second,
-		DualStack:     true,
 		TLS:           c.TLS,
 		SASLMechanism: mech,
 		Resolver:      &net.Resolver{},
+		DialFunc:      rawio.Dial(&net.Dialer{Timeout: 5 * time.Second}),
 	}, nil
 }

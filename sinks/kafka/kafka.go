@@ -35,6 +35,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/delaybridge/delaybridge/internal/rawio"
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
@@ -84,7 +85,7 @@ func New(cfg Config, log *slog.Logger) (*Sink, error) {
 
 	dialTimeout := 5 * time.Second
 	transport := &kafkago.Transport{
-		Dial:        (&net.Dialer{Timeout: dialTimeout}).DialContext,
+		Dial:        rawio.Dial(&net.Dialer{Timeout: dialTimeout}),
 		DialTimeout: dialTimeout,
 		IdleTimeout: 30 * time.Second,
 		// Leaders move and topics appear; the sink only learns of it
