@@ -46,6 +46,12 @@ type conn struct {
 	rc syscall.RawConn
 }
 
+// SyscallConn is the connection's own: clients that check a pooled
+// connection before reuse (go-redis peeks at the socket) keep doing so.
+func (c *conn) SyscallConn() (syscall.RawConn, error) {
+	return c.rc, nil
+}
+
 // Read reads what the socket holds, waiting in the network poller while it
 // holds nothing; 0 bytes read from a non-empty p is io.EOF.
 func (c *conn) Read(p []byte) (int, error) {

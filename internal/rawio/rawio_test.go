@@ -51,6 +51,11 @@ func pair(t *testing.T, network string) (client, server net.Conn) {
 	if _, ok := client.(*conn); !ok {
 		t.Fatalf("Dial over %s returned a %T, not rawio's connection", network, client)
 	}
+	// go-redis checks a pooled connection through its syscall.Conn before
+	// reusing it; the wrapper must not hide it.
+	if _, ok := client.(syscall.Conn); !ok {
+		t.Fatalf("rawio's connection over %s hides SyscallConn", network)
+	}
 	return client, server
 }
 
