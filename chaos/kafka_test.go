@@ -22,47 +22,65 @@ type advertised struct {
 
 func (l advertised) Addr() net.Addr { return l.addr }
 
-// fakeKafka runs a one-broker Kafka (kfake, with opts) with topic of
-// partitions partitions behind a fault proxy, and a consumer of topic that
-// goes around the proxy. It returns the proxy: DELAYBRIDGE_KAFKA_BROKERS is
-// its address.
-func fakeKafka(t *testing.T, topic string, partitions int32, opts ...kfake.Opt) (*faultproxy.Proxy, *e2etest.Kafka) {
+// kafkaBroker is a one-broker Kafka (kfake) whose listener advertises a
+// fault proxy's address: every client that follows the metadata goes
+// through the proxy, a client that dials with dialAround does not.
+type kafkaBroker struct {
+	cluster *kfake.Cluster
+	proxy   *faultproxy.Proxy
+	real    string // the broker's own address
+}
+
+// newKafkaBroker runs a kafkaBroker (kfake, with opts) with topic of
+// partitions partitions until cleanup.
+func newKafkaBroker(t *testing.T, topic string, partitions int32, opts ...kfake.Opt) *kafkaBroker {
 	t.Helper()
-	var p *faultproxy.Proxy
-	var real string
+	k := &kafkaBroker{}
 	listen := func(network, address string) (net.Listener, error) {
 		ln, err := net.Listen(network, address)
 		if err != nil {
 			return nil, err
 		}
-		real = ln.Addr().String()
-		p, err = faultproxy.New(context.Background(), real)
+		k.real = ln.Addr().String()
+		k.proxy, err = faultproxy.New(context.Background(), k.real)
 		if err != nil {
 			ln.Close()
 			return nil, err
 		}
-		return advertised{Listener: ln, addr: proxyAddr{p.Addr()}}, nil
+		return advertised{Listener: ln, addr: proxyAddr{k.proxy.Addr()}}, nil
 	}
 	opts = append([]kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic), kfake.ListenFn(listen)}, opts...)
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
-		if p != nil {
-			p.Close()
+		if k.proxy != nil {
+			k.proxy.Close()
 		}
 		t.Fatalf("kfake cluster: %v", err)
 	}
+	k.cluster = c
 	t.Cleanup(func() {
 		c.Close()
-		p.Close()
+		k.proxy.Close()
 	})
-	around := func(ctx context.Context, network, host string) (net.Conn, error) {
-		if host == p.Addr() {
-			host = real
-		}
-		var d net.Dialer
-		return d.DialContext(ctx, network, host)
+	return k
+}
+
+// dialAround dials the broker itself where a client would dial the proxy.
+func (k *kafkaBroker) dialAround(ctx context.Context, network, host string) (net.Conn, error) {
+	if host == k.proxy.Addr() {
+		host = k.real
 	}
-	return p, e2etest.ConsumeKafka(t, []string{real}, topic, around)
+	var d net.Dialer
+	return d.DialContext(ctx, network, host)
+}
+
+// fakeKafka runs a kafkaBroker (kfake, with opts) with topic of partitions
+// partitions, and a consumer of topic that goes around the proxy. It
+// returns the proxy: DELAYBRIDGE_KAFKA_BROKERS is its address.
+func fakeKafka(t *testing.T, topic string, partitions int32, opts ...kfake.Opt) (*faultproxy.Proxy, *e2etest.Kafka) {
+	t.Helper()
+	k := newKafkaBroker(t, topic, partitions, opts...)
+	return k.proxy, e2etest.ConsumeKafka(t, []string{k.real}, topic, k.dialAround)
 }
 
 // proxyAddr is a TCP address given as text.
