@@ -84,6 +84,8 @@ type Kafka struct {
 	SASLMechanism string // "", plain, scram-sha-256, scram-sha-512
 	SASLUsername  string
 	SASLPassword  string
+	// SessionTimeout is the Kafka intake's consumer group session timeout.
+	SessionTimeout time.Duration
 }
 
 // RedisSink is the Redis of the streams that topics with Sink "redis"

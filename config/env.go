@@ -31,16 +31,17 @@ type env struct {
 	AMQPKeyFile        string `envconfig:"AMQP_KEY_FILE" desc:"PEM client key for RabbitMQ TLS"`
 	AMQPMaxMessageSize string `envconfig:"AMQP_MAX_MESSAGE_SIZE" default:"134217728" desc:"largest body published, bytes (RabbitMQ's max_message_size); larger ones are dead-lettered"`
 
-	KafkaBrokers       string `envconfig:"KAFKA_BROKERS" default:"127.0.0.1:9092" desc:"comma list of Kafka bootstrap brokers (required when a topic uses kafka)"`
-	KafkaClientID      string `envconfig:"KAFKA_CLIENT_ID" default:"delaybridge" desc:"Kafka client id"`
-	KafkaCompression   string `envconfig:"KAFKA_COMPRESSION" default:"none" desc:"none, gzip, snappy, lz4 or zstd"`
-	KafkaTLS           string `envconfig:"KAFKA_TLS" default:"false" desc:"true: connect to Kafka with TLS"`
-	KafkaCAFile        string `envconfig:"KAFKA_CA_FILE" desc:"PEM CA bundle to verify Kafka's certificate (implies TLS)"`
-	KafkaCertFile      string `envconfig:"KAFKA_CERT_FILE" desc:"PEM client certificate for Kafka TLS (implies TLS; needs KAFKA_KEY_FILE)"`
-	KafkaKeyFile       string `envconfig:"KAFKA_KEY_FILE" desc:"PEM client key for Kafka TLS"`
-	KafkaSASLMechanism string `envconfig:"KAFKA_SASL_MECHANISM" desc:"empty, plain, scram-sha-256 or scram-sha-512"`
-	KafkaSASLUsername  string `envconfig:"KAFKA_SASL_USERNAME" desc:"Kafka SASL user"`
-	KafkaSASLPassword  string `envconfig:"KAFKA_SASL_PASSWORD" secret:"true" desc:"Kafka SASL password"`
+	KafkaBrokers        string `envconfig:"KAFKA_BROKERS" default:"127.0.0.1:9092" desc:"comma list of Kafka bootstrap brokers (required when a topic uses kafka)"`
+	KafkaClientID       string `envconfig:"KAFKA_CLIENT_ID" default:"delaybridge" desc:"Kafka client id"`
+	KafkaCompression    string `envconfig:"KAFKA_COMPRESSION" default:"none" desc:"none, gzip, snappy, lz4 or zstd"`
+	KafkaTLS            string `envconfig:"KAFKA_TLS" default:"false" desc:"true: connect to Kafka with TLS"`
+	KafkaCAFile         string `envconfig:"KAFKA_CA_FILE" desc:"PEM CA bundle to verify Kafka's certificate (implies TLS)"`
+	KafkaCertFile       string `envconfig:"KAFKA_CERT_FILE" desc:"PEM client certificate for Kafka TLS (implies TLS; needs KAFKA_KEY_FILE)"`
+	KafkaKeyFile        string `envconfig:"KAFKA_KEY_FILE" desc:"PEM client key for Kafka TLS"`
+	KafkaSASLMechanism  string `envconfig:"KAFKA_SASL_MECHANISM" desc:"empty, plain, scram-sha-256 or scram-sha-512"`
+	KafkaSASLUsername   string `envconfig:"KAFKA_SASL_USERNAME" desc:"Kafka SASL user"`
+	KafkaSASLPassword   string `envconfig:"KAFKA_SASL_PASSWORD" secret:"true" desc:"Kafka SASL password"`
+	KafkaSessionTimeout string `envconfig:"KAFKA_SESSION_TIMEOUT" default:"10s" desc:"Kafka intake: the consumer group's session timeout (1s-5m; the broker allows 6s-30m by default): how long the partitions of a replica that died without leaving stay unread; heartbeats every third of it, at most 3s"`
 
 	SinkRedisURL            string `envconfig:"SINK_REDIS_URL" secret:"true" desc:"Redis URL (redis:// or rediss://) of the streams that topics with SINK=redis append to (empty: the daemon's Redis, with the same client settings)"`
 	SinkRedisMaxMessageSize string `envconfig:"SINK_REDIS_MAX_MESSAGE_SIZE" default:"134217728" desc:"largest body appended to a Redis stream, bytes (at most 536870912, Redis's proto-max-bulk-len); larger ones are dead-lettered"`

@@ -206,12 +206,13 @@ func (p *parser) amqp(e *env) AMQP {
 
 func (p *parser) kafka(e *env) Kafka {
 	k := Kafka{
-		Brokers:       p.list("KAFKA_BROKERS", e.KafkaBrokers),
-		ClientID:      e.KafkaClientID,
-		Compression:   p.oneOf("KAFKA_COMPRESSION", e.KafkaCompression, "none", "gzip", "snappy", "lz4", "zstd"),
-		SASLMechanism: p.oneOf("KAFKA_SASL_MECHANISM", e.KafkaSASLMechanism, "", "plain", "scram-sha-256", "scram-sha-512"),
-		SASLUsername:  e.KafkaSASLUsername,
-		SASLPassword:  e.KafkaSASLPassword,
+		Brokers:        p.list("KAFKA_BROKERS", e.KafkaBrokers),
+		ClientID:       e.KafkaClientID,
+		Compression:    p.oneOf("KAFKA_COMPRESSION", e.KafkaCompression, "none", "gzip", "snappy", "lz4", "zstd"),
+		SASLMechanism:  p.oneOf("KAFKA_SASL_MECHANISM", e.KafkaSASLMechanism, "", "plain", "scram-sha-256", "scram-sha-512"),
+		SASLUsername:   e.KafkaSASLUsername,
+		SASLPassword:   e.KafkaSASLPassword,
+		SessionTimeout: p.duration("KAFKA_SESSION_TIMEOUT", e.KafkaSessionTimeout, time.Second, 5*time.Minute),
 		TLS: TLS{
 			Enabled:  p.bool("KAFKA_TLS", e.KafkaTLS),
 			CAFile:   e.KafkaCAFile,

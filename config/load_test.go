@@ -31,7 +31,7 @@ func TestLoadDefaults(t *testing.T) {
 	want := Config{
 		Redis: Redis{URL: "redis://127.0.0.1:6379/0"},
 		AMQP:  AMQP{URL: "amqp://guest:guest@127.0.0.1:5672/", MaxMessageSize: 128 << 20},
-		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none"},
+		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none", SessionTimeout: 10 * time.Second},
 		// The streams of SINK=redis topics live on the daemon's Redis.
 		RedisSink: RedisSink{Redis: Redis{URL: "redis://127.0.0.1:6379/0"}, MaxMessageSize: 128 << 20},
 
@@ -104,6 +104,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			"KAFKA_SASL_MECHANISM":    "SCRAM-SHA-512",
 			"KAFKA_SASL_USERNAME":     "kafka-user",
 			"KAFKA_SASL_PASSWORD":     "kafka-pw",
+			"KAFKA_SESSION_TIMEOUT":   "6s",
 			"KEY_PREFIX":              "dly",
 			"TOPICS":                  " orders , order-events ",
 			"BATCH_SIZE":              "1000",
@@ -148,7 +149,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			AMQP: AMQP{URL: "amqps://user:amqp-pw@rabbit:5671/vhost", TLS: tls, MaxMessageSize: 1 << 20},
 			Kafka: Kafka{
 				Brokers: []string{"k1:9093", "k2:9093"}, ClientID: "db-1", Compression: "zstd", TLS: tls,
-				SASLMechanism: "scram-sha-512", SASLUsername: "kafka-user", SASLPassword: "kafka-pw",
+				SASLMechanism: "scram-sha-512", SASLUsername: "kafka-user", SASLPassword: "kafka-pw", SessionTimeout: 6 * time.Second,
 			},
 			RedisSink: RedisSink{Redis: Redis{
 				URL: "rediss://app:redis-url-pw@redis.internal:6380/2", Addrs: []string{"s1:26379", "s2:26379"},
@@ -189,7 +190,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 		want: Config{
 			Redis: Redis{URL: "redis://:cluster-pw@c1:7000", Addrs: []string{"c1:7000", "c2:7000", "c3:7000"}, Cluster: true},
 			AMQP:  AMQP{MaxMessageSize: 128 << 20},
-			Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none", TLS: TLS{Enabled: true}},
+			Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none", TLS: TLS{Enabled: true}, SessionTimeout: 10 * time.Second},
 			RedisSink: RedisSink{
 				Redis:          Redis{URL: "redis://:cluster-pw@c1:7000", Addrs: []string{"c1:7000", "c2:7000", "c3:7000"}, Cluster: true},
 				MaxMessageSize: 128 << 20,
@@ -221,7 +222,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 		want: Config{
 			Redis: Redis{URL: "redis://127.0.0.1:6379/0"},
 			AMQP:  AMQP{URL: "amqp://guest:guest@127.0.0.1:5672/", MaxMessageSize: 128 << 20},
-			Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none"},
+			Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none", SessionTimeout: 10 * time.Second},
 			RedisSink: RedisSink{
 				Redis:          Redis{URL: "rediss://app:stream-pw@streams:6380/1", TLS: TLS{Enabled: true}},
 				MaxMessageSize: 1 << 20,
@@ -258,7 +259,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 		want: Config{
 			Redis: Redis{URL: "redis://127.0.0.1:6379/0"},
 			AMQP:  AMQP{URL: "amqp://guest:guest@127.0.0.1:5672/", MaxMessageSize: 128 << 20},
-			Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none"},
+			Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none", SessionTimeout: 10 * time.Second},
 			RedisSink: RedisSink{
 				Redis:          Redis{URL: "redis://127.0.0.1:6379/0"},
 				MaxMessageSize: 128 << 20,

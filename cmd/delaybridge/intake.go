@@ -90,6 +90,7 @@ func newIntake(cfg config.Config, t config.Topic, target intake.Target, q *queue
 		}
 		return intake.NewKafka(intake.KafkaConfig{
 			Brokers: cfg.Kafka.Brokers, Topic: t.IntakeKafkaTopic, Dialer: dialer, Prefetch: t.IntakePrefetch,
+			SessionTimeout: cfg.Kafka.SessionTimeout,
 		}, target, q, m, log)
 	default:
 		return nil, fmt.Errorf("intake %q is not supported", t.Intake)
