@@ -57,19 +57,16 @@ func (r Redis) Options() (*redis.UniversalOptions, error) {
 	return o, nil
 }
 
-// dialer is go-redis's own dialer (TCP keep-alive, TLS when configured)
-// with connections that read and write with raw system calls (rawio), so a
+// dialer does what go-redis's own dialer does (TCP, then TLS when
+// configured, checking the dialled host when no server name is set) over a
+// connection that reads and writes with raw system calls (rawio), so a
 // round trip to Redis does not wake the Go runtime's monitor thread.
 func dialer(timeout time.Duration, tlsConfig *tls.Config) func(context.Context, string, string) (net.Conn, error) {
+	dial := rawio.Dial(&net.Dialer{Timeout: timeout})
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		d := net.Dialer{Timeout: timeout}
-		c, err := d.DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		c = rawio.Conn(c)
-		if tlsConfig == nil {
-			return c, nil
+		c, err := dial(ctx, network, addr)
+		if err != nil || tlsConfig == nil {
+			return c, err
 		}
 		cfg := tlsConfig
 		if cfg.ServerName == "" {

@@ -1,4 +1,5 @@
-// Package rawio reads and writes TCP connections with raw system calls.
+// Package rawio reads and writes TCP and Unix connections with raw system
+// calls.
 //
 // Go's runtime wakes its monitor thread (sysmon) on every ordinary system
 // call made while the process was idle, and the woken thread then polls
@@ -23,18 +24,12 @@ import (
 // Conn returns c reading and writing with raw system calls when c is a TCP
 // or Unix connection, and c itself otherwise.
 func Conn(c net.Conn) net.Conn {
-	sc, ok := c.(interface {
-		SyscallConn() (syscall.RawConn, error)
-	})
-	if !ok {
-		return c
-	}
 	switch c.(type) {
 	case *net.TCPConn, *net.UnixConn:
 	default:
 		return c
 	}
-	rc, err := sc.SyscallConn()
+	rc, err := c.(syscall.Conn).SyscallConn()
 	if err != nil {
 		return c
 	}

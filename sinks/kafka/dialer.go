@@ -9,6 +9,9 @@ import (
 	"github.com/delaybridge/delaybridge/internal/rawio"
 )
 
+// dialTimeout bounds a connection to a broker, the sink's and the intake's.
+const dialTimeout = 5 * time.Second
+
 // Dialer is a kafka-go Dialer with cfg's client id, TLS and SASL, for the
 // clients beside the sink that reach the same cluster (the Kafka intake).
 func (c Config) Dialer() (*kafkago.Dialer, error) {
@@ -19,10 +22,10 @@ func (c Config) Dialer() (*kafkago.Dialer, error) {
 	}
 	return &kafkago.Dialer{
 		ClientID:      c.ClientID,
-		Timeout:       5 * time.Second,
+		Timeout:       dialTimeout,
 		TLS:           c.TLS,
 		SASLMechanism: mech,
 		Resolver:      &net.Resolver{},
-		DialFunc:      rawio.Dial(&net.Dialer{Timeout: 5 * time.Second}),
+		DialFunc:      rawio.Dial(&net.Dialer{Timeout: dialTimeout}),
 	}, nil
 }

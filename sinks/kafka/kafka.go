@@ -83,7 +83,6 @@ func New(cfg Config, log *slog.Logger) (*Sink, error) {
 	mech, _ := mechanism(cfg.SASLMechanism, cfg.SASLUsername, cfg.SASLPassword)
 	codec, _ := compression(cfg.Compression)
 
-	dialTimeout := 5 * time.Second
 	transport := &kafkago.Transport{
 		Dial:        rawio.Dial(&net.Dialer{Timeout: dialTimeout}),
 		DialTimeout: dialTimeout,
