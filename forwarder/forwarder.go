@@ -177,8 +177,11 @@ type Forwarder struct {
 	// Delay(n-1) after n failed attempts.
 	retry backoff.Policy
 
-	mu       sync.Mutex
-	owned    map[slotKey]*running
+	mu    sync.Mutex
+	owned map[slotKey]*running
+	// draining holds, per slot, when its last stopped scanner has drained:
+	// a scanner started for the slot meanwhile waits for it (setOwnedAsync).
+	draining map[slotKey]chan struct{}
 	scanners sync.WaitGroup // every started scanner, until it drained
 
 	// assignMu guards live and stranded, and orders the changes of the
@@ -198,6 +201,7 @@ type slotKey struct {
 type running struct {
 	cancel context.CancelFunc
 	alarm  *alarm
+	done   chan struct{} // closed once the scanner has drained
 }
 
 // New checks the options and returns a Forwarder ready to Run.
@@ -225,6 +229,7 @@ func New(opt Options) (*Forwarder, error) {
 		topicIndex: index,
 		retry:      retryPolicy(opt),
 		owned:      map[slotKey]*running{},
+		draining:   map[slotKey]chan struct{}{},
 	}, nil
 }
 
@@ -268,12 +273,19 @@ func (f *Forwarder) Run(ctx context.Context) error {
 
 // setOwnedAsync starts scanners for newly owned slots and stops those no
 // longer owned without waiting for them to drain (Run waits at the end).
+//
+// A slot owned again while its stopped scanner still drains (the heartbeat
+// was lost for a TTL and came back, with the broker slow to confirm) gets a
+// scanner that claims nothing until the old one has drained: the slot's
+// claimed messages stay within MaxInflightBatches×BatchSize, and its order
+// within one claimer at a time.
 func (f *Forwarder) setOwnedAsync(ctx context.Context, want map[slotKey]bool) {
 	f.mu.Lock()
 	for k, r := range f.owned {
 		if !want[k] {
 			r.cancel()
 			delete(f.owned, k)
+			f.draining[k] = r.done
 			f.wakes.remove(k)
 			f.reaps.drop(k)
 		}
@@ -283,7 +295,9 @@ func (f *Forwarder) setOwnedAsync(ctx context.Context, want map[slotKey]bool) {
 			continue
 		}
 		sctx, cancel := context.WithCancel(ctx)
-		r := &running{cancel: cancel, alarm: newAlarm()}
+		r := &running{cancel: cancel, alarm: newAlarm(), done: make(chan struct{})}
+		prev := f.draining[k]
+		delete(f.draining, k) // r.done closes after prev from now on
 		f.owned[k] = r
 		f.wakes.add(k, r.alarm)
 		f.reaps.acquire(k)
@@ -292,7 +306,13 @@ func (f *Forwarder) setOwnedAsync(ctx context.Context, want map[slotKey]bool) {
 		f.scanners.Add(1)
 		go func() {
 			defer f.scanners.Done()
-			s.run(sctx)
+			defer f.drained(k, r.done)
+			if prev != nil {
+				<-prev // within the shutdown timeout
+			}
+			if sctx.Err() == nil {
+				s.run(sctx)
+			}
 		}()
 	}
 	counts := make([]int, len(f.opt.Topics))
@@ -302,6 +322,17 @@ func (f *Forwarder) setOwnedAsync(ctx context.Context, want map[slotKey]bool) {
 	f.mu.Unlock()
 	for i, t := range f.opt.Topics {
 		f.m.Owned.WithLabelValues(t.Name).Set(float64(counts[i]))
+	}
+}
+
+// drained closes done, a scanner's, and forgets it if it is still the
+// slot's draining one.
+func (f *Forwarder) drained(k slotKey, done chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	close(done)
+	if f.draining[k] == done {
+		delete(f.draining, k)
 	}
 }
 
