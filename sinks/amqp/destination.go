@@ -17,7 +17,7 @@ var _ sinks.Checker = (*Sink)(nil)
 // declare closes its channel, and the publishing channel must not go with
 // it. The default exchange ("") always exists. Errors: sinks.ErrNoDestination
 // (404), sinks.ErrAuth (403), sinks.ErrNotConnected while the sink is not
-// connected.
+// connected or the broker does not answer before ctx ends.
 func (s *Sink) CheckDestination(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("check exchange %q: %w", s.cfg.Exchange, err)
@@ -36,7 +36,8 @@ func (s *Sink) CheckDestination(ctx context.Context) error {
 	select {
 	case err = <-res:
 	case <-ctx.Done():
-		return fmt.Errorf("check exchange %q: %w", s.cfg.Exchange, ctx.Err())
+		// No answer is not an answer: a stalled broker cannot be asked now.
+		return sinks.NotConnected(fmt.Errorf("check exchange %q on %s: no answer: %w", s.cfg.Exchange, s.endpoint, ctx.Err()))
 	}
 	return err
 }

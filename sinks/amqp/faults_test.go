@@ -165,6 +165,32 @@ func TestStalledBrokerHonoursTheContext(t *testing.T) {
 	}
 }
 
+// TestStalledBrokerIsNotAMissingExchange: a passive declare the broker does
+// not answer is no news about the exchange: the check says the broker cannot
+// be asked now (the daemon keeps its last result), not that the exchange is
+// missing (the daemon's /readyz and its ERROR line said so during a stall).
+func TestStalledBrokerIsNotAMissingExchange(t *testing.T) {
+	t.Parallel()
+	p := newProxy(t)
+	d := newDest(t, nil)
+	s := newSink(t, viaProxy(t, p.Addr()), d, 0)
+	waitConnected(t, s)
+
+	p.Stall()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	err := s.CheckDestination(ctx)
+	if !errors.Is(err, sinks.ErrNotConnected) || errors.Is(err, sinks.ErrNoDestination) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("check while the broker is stalled: %v, want ErrNotConnected wrapping the deadline, not ErrNoDestination", err)
+	}
+	p.Restore()
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.CheckDestination(ctx); err != nil {
+		t.Fatalf("check after the stall: %v", err)
+	}
+}
+
 func TestCloseFailsMessagesWaitingForConfirms(t *testing.T) {
 	t.Parallel()
 	p := newProxy(t)
