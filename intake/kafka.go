@@ -2,6 +2,7 @@ package intake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -89,8 +90,9 @@ func NewKafka(cfg KafkaConfig, target Target, q *queue.Queue, m *Metrics, log *s
 }
 
 // Health is nil unless the intake's last read from Kafka failed (kafka-go
-// reconnects on its own, so that is what shows a broker it cannot reach):
-// what the daemon's /readyz reports.
+// reconnects on its own, so that is what shows a broker it cannot reach)
+// or the brokers refused its group (readerError): what the daemon's /readyz
+// reports.
 func (k *Kafka) Health() error {
 	if err := k.health.get(); err != nil {
 		return fmt.Errorf("intake of Kafka topic %s: %w", k.cfg.Topic, err)
@@ -112,9 +114,7 @@ func (k *Kafka) Run(ctx context.Context) error {
 		MaxWait:           500 * time.Millisecond,
 		CommitInterval:    0, // synchronous commits, only when the intake calls
 		StartOffset:       kafkago.FirstOffset,
-		ErrorLogger: kafkago.LoggerFunc(func(format string, args ...any) {
-			k.log.Warn("kafka reader: " + fmt.Sprintf(format, args...))
-		}),
+		ErrorLogger:       kafkago.LoggerFunc(k.readerError),
 	})
 	defer func() {
 		if err := r.Close(); err != nil {
@@ -147,6 +147,51 @@ func (k *Kafka) Run(ctx context.Context) error {
 			k.log.Warn("intake could not commit offsets; the records will be read again", "count", len(batch), "err", err)
 		}
 	}
+}
+
+// ErrSessionTimeoutRefused marks brokers refusing the consumer group's
+// session timeout (Kafka's INVALID_SESSION_TIMEOUT): the group is never
+// joined, so nothing is consumed until the timeout lies within the brokers'
+// group.min.session.timeout.ms and group.max.session.timeout.ms.
+var ErrSessionTimeoutRefused = errors.New("the brokers refuse the consumer group's session timeout")
+
+// readerError is the reader's error log. kafka-go retries a refused join
+// forever in the background, and FetchMessage only waits meanwhile: a refusal
+// no retry can mend (the session timeout, the group's or topic's
+// authorization) becomes the intake's health, so /readyz says why nothing is
+// consumed, and is logged at ERROR when it first comes. A record fetched
+// clears it (Run).
+func (k *Kafka) readerError(format string, args ...any) {
+	msg := "kafka reader: " + fmt.Sprintf(format, args...)
+	refused := k.refusal(args)
+	if refused == nil {
+		k.log.Warn(msg)
+		return
+	}
+	if prev := k.health.get(); prev == nil || prev.Error() != refused.Error() {
+		k.log.Error("intake cannot join its consumer group; nothing is consumed until this is fixed", "err", refused)
+	}
+	k.health.set(refused)
+}
+
+// refusal is the refusal among a reader log line's arguments that no retry
+// mends, or nil.
+func (k *Kafka) refusal(args []any) error {
+	for _, a := range args {
+		err, ok := a.(error)
+		if !ok {
+			continue
+		}
+		switch {
+		case errors.Is(err, kafkago.InvalidSessionTimeout):
+			return fmt.Errorf("%w %s: it must lie within their group.min.session.timeout.ms and group.max.session.timeout.ms (6 s and 30 min by default): %w",
+				ErrSessionTimeoutRefused, k.cfg.SessionTimeout, err)
+		case errors.Is(err, kafkago.GroupAuthorizationFailed), errors.Is(err, kafkago.TopicAuthorizationFailed),
+			errors.Is(err, kafkago.SASLAuthenticationFailed):
+			return fmt.Errorf("the brokers refuse group %s access: %w", k.cfg.Group, err)
+		}
+	}
+	return nil
 }
 
 // watchLag sets the lag gauge from the reader's statistics every

@@ -2,6 +2,7 @@ package intake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -167,4 +168,31 @@ func TestKafkaIntakeLagGaugeFollowsTheGroupBetweenBatches(t *testing.T) {
 	waitFor(t, 30*time.Second, "200 scheduled and the lag 0", func() bool {
 		return f.scheduled(t) == 200 && testutilGauge(f.metrics.Lag, "orders") == 0
 	})
+}
+
+// TestKafkaIntakeReportsARefusedSessionTimeout: brokers whose
+// group.min.session.timeout.ms is above the intake's session timeout never
+// let it join its group. kafka-go only logs that and retries; the intake's
+// health must say why nothing is consumed (for /readyz), and nothing is
+// taken in or committed meanwhile.
+func TestKafkaIntakeReportsARefusedSessionTimeout(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 4)
+	addr, produce := kafkaCluster(t, "refused") // kfake: minimum 6 s, as Kafka
+	produce(&kgo.Record{Value: []byte("one"), Headers: hdr("x-delay", "1000", "x-delaybridge-id", "id-1")})
+	in, err := NewKafka(KafkaConfig{Brokers: []string{addr}, Topic: "refused", SessionTimeout: 2 * time.Second},
+		Target{Topic: f.topic, MaxBody: 1 << 10}, queue.New(f.rdb), f.metrics, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, in.Run)
+	waitFor(t, 30*time.Second, "health names the refused session timeout", func() bool {
+		return errors.Is(in.Health(), ErrSessionTimeoutRefused)
+	})
+	if msg := in.Health().Error(); !strings.Contains(msg, "2s") || !strings.Contains(msg, "group.min.session.timeout.ms") {
+		t.Errorf("health %q: want the configured timeout and the broker setting that bounds it", msg)
+	}
+	if n := f.counter(f.metrics.Received, "orders"); n != 0 {
+		t.Errorf("%v records received by an intake outside its group", n)
+	}
 }

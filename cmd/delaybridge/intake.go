@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -28,10 +29,14 @@ type topicIntake struct {
 }
 
 func (t topicIntake) Health() error {
-	if err := t.intakeRunner.Health(); err != nil {
-		return fmt.Errorf("topic %s: %w", t.topic, err)
+	err := t.intakeRunner.Health()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, intake.ErrSessionTimeoutRefused):
+		return fmt.Errorf("topic %s: %w (set DELAYBRIDGE_KAFKA_SESSION_TIMEOUT)", t.topic, err)
 	}
-	return nil
+	return fmt.Errorf("topic %s: %w", t.topic, err)
 }
 
 // intakesHealth is the first unhealthy intake's reason, or nil.
