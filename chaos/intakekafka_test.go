@@ -31,8 +31,9 @@ const intakeGroup = "delaybridge-" + topicName
 // records read twice can repeat.
 //
 // Kafka-go's consumer group, as the intake builds it, keeps a SIGKILLed
-// member's partitions until its session times out (kafka-go's default,
-// 30 s), and a member's join makes the whole group wait for the dead: the
+// member's partitions until its session times out
+// (DELAYBRIDGE_KAFKA_SESSION_TIMEOUT, 10 s by default; each dead member's
+// partition must be read again within deadPartitionBound), and a member's join makes the whole group wait for the dead: the
 // live members stop reading at their next heartbeat (every 3 s) and the
 // group reads nothing for about that long after a kill. So the three kills
 // come a tenth of a second apart and the replacements start after the
@@ -199,6 +200,13 @@ func TestSIGKILLWhileConsumingAKafkaIntakeSchedulesEveryIDOnce(t *testing.T) {
 	t.Logf("killed replicas held %d records uncommitted, %d of them in Redis; committed offsets %v, end offsets %v; %s in all", tally.held, tally.inRedis, committed, end, ms(time.Since(began)))
 }
 
+// deadPartitionBound is the longest a dead member's partition may go
+// unread: the daemon's default DELAYBRIDGE_KAFKA_SESSION_TIMEOUT (10 s),
+// after which the broker evicts it, and two heartbeat intervals (3 s each)
+// for the live members to rejoin and the partition's new owner to fetch.
+// Measured 10.0-10.2 s, in CI too; kafka-go's own 30 s default fails it.
+const deadPartitionBound = 10*time.Second + 2*3*time.Second
+
 // killTally is what the kills of a Kafka intake caught.
 type killTally struct {
 	held     int // records read and not committed by a replica when it died
@@ -264,6 +272,10 @@ func checkKills(t *testing.T, w *groupWatch, kills []deadMember, sent []record, 
 		tally.notes = append(tally.notes, fmt.Sprintf("killed %s holding %d uncommitted (%d in Redis)", k.moment, held, inRedis))
 		if at := w.fetchedAfter(k.records.partition, k.at); !at.IsZero() {
 			tally.stalls = append(tally.stalls, ms(at.Sub(k.at)))
+			if d := at.Sub(k.at); d > deadPartitionBound {
+				t.Errorf("replica %s's partition %d was read again %s after it died, more than the session timeout and two heartbeats (%s)",
+					k.clientID, k.records.partition, ms(d), ms(deadPartitionBound))
+			}
 		}
 	}
 	if tally.keptOnce == 0 {
