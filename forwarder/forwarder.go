@@ -94,6 +94,10 @@ type Options struct {
 
 	Metrics *Metrics
 	Log     *slog.Logger
+
+	// keyspaceRecheck is how often notify-keyspace-events is read again
+	// (default keyspaceRecheck; shorter in tests).
+	keyspaceRecheck time.Duration
 }
 
 func (o *Options) defaults() error {
@@ -141,6 +145,7 @@ func (o *Options) defaults() error {
 	setDur(&o.HeartbeatTTL, 5*time.Second)
 	setDur(&o.BacklogInterval, 10*time.Second)
 	setDur(&o.StrandedInterval, DefaultStrandedInterval)
+	setDur(&o.keyspaceRecheck, keyspaceRecheck)
 	if o.KeyPrefix == "" {
 		o.KeyPrefix = o.Topics[0].KeyPrefix()
 	}

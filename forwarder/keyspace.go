@@ -64,7 +64,7 @@ func (f *Forwarder) pollInterval() time.Duration {
 }
 
 // keyspaceLoop keeps the mode right until ctx ends: it reads the Redis
-// setting at start, every keyspaceRecheck and whenever the subscription is
+// setting at start, every keyspaceRecheck (Options.keyspaceRecheck) and whenever the subscription is
 // made again, and subscribes while the setting delivers sorted-set events.
 func (f *Forwarder) keyspaceLoop(ctx context.Context) {
 	f.setMode(modePoll, "")
@@ -107,7 +107,7 @@ func (f *Forwarder) keyspaceLoop(ctx context.Context) {
 			}
 			want, reason = w, why
 		}
-		t := time.NewTimer(keyspaceRecheck)
+		t := time.NewTimer(f.opt.keyspaceRecheck)
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delaybridge/delaybridge/internal/faultproxy"
 	"github.com/delaybridge/delaybridge/internal/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 )
@@ -256,4 +257,48 @@ func TestKeyspaceEventsFindTheirSlot(t *testing.T) {
 			t.Errorf("slotOfKey(%q) = %+v, want %+v", key, got, want)
 		}
 	}
+}
+
+// TestUnansweredConfigGetKeepsTheKeyspaceMode: a recheck of
+// notify-keyspace-events that Redis does not answer (a stall, not a refusal)
+// says nothing about the setting, so the mode in force stays: dropping to
+// polling would claim every idle slot every poll interval until the next
+// recheck. Once Redis answers, a raw ZADD is still claimed on an event.
+func TestUnansweredConfigGetKeepsTheKeyspaceMode(t *testing.T) {
+	t.Parallel()
+	q, prefix := testRedis(t)
+	enableKeyspaceEvents(t, q.Client())
+	opt := redistest.Options(t)
+	proxy, err := faultproxy.New(context.Background(), opt.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	opt.Addr = proxy.Addr()
+	opt.ReadTimeout, opt.MaxRetries = 200*time.Millisecond, -1 // a stalled CONFIG GET fails fast
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+
+	topic := queue.Topic{Name: "raw", Prefix: prefix, Slots: 4}
+	sink := newRecordSink()
+	reg := prometheus.NewRegistry()
+	start(t, Options{
+		Queue: queue.New(rdb), Topics: []Topic{{Topic: topic, Sink: sink}}, Metrics: NewMetrics(reg),
+		AllSlots: true, KeyspacePollInterval: time.Hour, keyspaceRecheck: 50 * time.Millisecond,
+	})
+	eventually(t, 5*time.Second, "keyspace mode all", func() bool { return keyspaceMode(t, reg) == modeAll })
+
+	proxy.Stall()
+	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if m := keyspaceMode(t, reg); m != modeAll {
+			t.Fatalf("keyspace mode %q while Redis did not answer CONFIG GET, want %q kept", m, modeAll)
+		}
+	}
+	proxy.Restore()
+	time.Sleep(300 * time.Millisecond) // rechecks answered again
+	if m := keyspaceMode(t, reg); m != modeAll {
+		t.Fatalf("keyspace mode %q after Redis answered again, want %q", m, modeAll)
+	}
+	late := rawLateness(t, q, topic, sink, 1) // only an event wakes a slot within the hour
+	t.Logf("raw ZADD lateness after the stall: max %s", late[len(late)-1])
 }
