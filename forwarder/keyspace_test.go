@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/delaybridge/delaybridge/internal/faultproxy"
 	"github.com/delaybridge/delaybridge/internal/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 )
@@ -268,16 +267,9 @@ func TestUnansweredConfigGetKeepsTheKeyspaceMode(t *testing.T) {
 	t.Parallel()
 	q, prefix := testRedis(t)
 	enableKeyspaceEvents(t, q.Client())
-	opt := redistest.Options(t)
-	proxy, err := faultproxy.New(context.Background(), opt.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	opt.Addr = proxy.Addr()
-	opt.ReadTimeout, opt.MaxRetries = 200*time.Millisecond, -1 // a stalled CONFIG GET fails fast
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
+	proxy, rdb := proxiedRedis(t, func(o *redis.Options) {
+		o.ReadTimeout, o.MaxRetries = 200*time.Millisecond, -1 // a stalled CONFIG GET fails fast
+	})
 
 	topic := queue.Topic{Name: "raw", Prefix: prefix, Slots: 4}
 	sink := newRecordSink()

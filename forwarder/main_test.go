@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/delaybridge/delaybridge/internal/faultproxy"
 	"github.com/delaybridge/delaybridge/internal/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/sinks"
@@ -26,6 +28,26 @@ func testRedis(t *testing.T) (*queue.Queue, string) {
 	t.Helper()
 	rdb, prefix := redistest.New(t)
 	return queue.New(rdb), prefix
+}
+
+// proxiedRedis is a client of the test Redis through a fault proxy (for
+// stalls and cuts), both closed at the end; tune, if not nil, changes the
+// client's options first.
+func proxiedRedis(t *testing.T, tune func(*redis.Options)) (*faultproxy.Proxy, *redis.Client) {
+	t.Helper()
+	opt := redistest.Options(t)
+	proxy, err := faultproxy.New(context.Background(), opt.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	opt.Addr = proxy.Addr()
+	if tune != nil {
+		tune(opt)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	return proxy, rdb
 }
 
 // published is one message a recordSink confirmed, with the local time.

@@ -8,10 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/redis/go-redis/v9"
 
-	"github.com/delaybridge/delaybridge/internal/faultproxy"
-	"github.com/delaybridge/delaybridge/internal/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -23,15 +20,7 @@ import (
 func TestReplicaCutOffFromRedisStopsScanningWithinTTL(t *testing.T) {
 	t.Parallel()
 	q, prefix := testRedis(t)
-	opt := redistest.Options(t)
-	proxy, err := faultproxy.New(context.Background(), opt.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	opt.Addr = proxy.Addr()
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
+	proxy, rdb := proxiedRedis(t, nil)
 
 	topic := queue.Topic{Name: "orders", Prefix: prefix, Slots: 8}
 	m := NewMetrics(prometheus.NewRegistry())
@@ -76,15 +65,7 @@ func TestReplicaCutOffFromRedisStopsScanningWithinTTL(t *testing.T) {
 func TestSlotRegainedWhileItsScannerDrainsKeepsTheInflightBound(t *testing.T) {
 	t.Parallel()
 	q, prefix := testRedis(t)
-	opt := redistest.Options(t)
-	proxy, err := faultproxy.New(context.Background(), opt.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	opt.Addr = proxy.Addr()
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
+	proxy, rdb := proxiedRedis(t, nil)
 
 	topic := queue.Topic{Name: "orders", Prefix: prefix, Slots: 1}
 	scheduleNumbered(t, q, topic, 60, time.Now().Add(-time.Second))
