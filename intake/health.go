@@ -26,3 +26,12 @@ func (h *health) get() error {
 	defer h.mu.Unlock()
 	return h.err
 }
+
+// clearIf clears the error if match reports it.
+func (h *health) clearIf(match func(error) bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil && match(h.err) {
+		h.err = nil
+	}
+}

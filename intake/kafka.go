@@ -132,6 +132,13 @@ func (k *Kafka) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if refused := k.refusal(err); refused != nil {
+			// After a few refused joins the reader hands the refusal to
+			// FetchMessage too: logged at ERROR already (readerError).
+			k.health.set(refused)
+			sleep(ctx, retry.Next())
+			continue
+		}
 		k.health.set(err)
 		if err != nil {
 			wait := retry.Next()
@@ -155,17 +162,31 @@ func (k *Kafka) Run(ctx context.Context) error {
 // group.min.session.timeout.ms and group.max.session.timeout.ms.
 var ErrSessionTimeoutRefused = errors.New("the brokers refuse the consumer group's session timeout")
 
+// errAccessRefused marks brokers refusing the group or topic to the
+// intake's credentials.
+var errAccessRefused = errors.New("the brokers refuse access")
+
+// refused reports whether err is a refusal of the group (refusal).
+func refused(err error) bool {
+	return errors.Is(err, ErrSessionTimeoutRefused) || errors.Is(err, errAccessRefused)
+}
+
 // readerError is the reader's error log. kafka-go retries a refused join
-// forever in the background, and FetchMessage only waits meanwhile: a refusal
-// no retry can mend (the session timeout, the group's or topic's
-// authorization) becomes the intake's health, so /readyz says why nothing is
+// in the background, and FetchMessage only waits meanwhile (it returns the
+// error after three refused joins, about 10 s): a refusal no retry can mend
+// (the session timeout, the group's or topic's authorization) becomes the
+// intake's health from the first one, so /readyz says why nothing is
 // consumed, and is logged at ERROR when it first comes. A record fetched
-// clears it (Run).
+// (Run) or a group joined (watchLag) clears it.
 func (k *Kafka) readerError(format string, args ...any) {
-	msg := "kafka reader: " + fmt.Sprintf(format, args...)
-	refused := k.refusal(args)
+	var refused error
+	for _, a := range args {
+		if err, ok := a.(error); ok && refused == nil {
+			refused = k.refusal(err)
+		}
+	}
 	if refused == nil {
-		k.log.Warn(msg)
+		k.log.Warn("kafka reader: " + fmt.Sprintf(format, args...))
 		return
 	}
 	if prev := k.health.get(); prev == nil || prev.Error() != refused.Error() {
@@ -174,22 +195,18 @@ func (k *Kafka) readerError(format string, args ...any) {
 	k.health.set(refused)
 }
 
-// refusal is the refusal among a reader log line's arguments that no retry
-// mends, or nil.
-func (k *Kafka) refusal(args []any) error {
-	for _, a := range args {
-		err, ok := a.(error)
-		if !ok {
-			continue
-		}
-		switch {
-		case errors.Is(err, kafkago.InvalidSessionTimeout):
-			return fmt.Errorf("%w %s: it must lie within their group.min.session.timeout.ms and group.max.session.timeout.ms (6 s and 30 min by default): %w",
-				ErrSessionTimeoutRefused, k.cfg.SessionTimeout, err)
-		case errors.Is(err, kafkago.GroupAuthorizationFailed), errors.Is(err, kafkago.TopicAuthorizationFailed),
-			errors.Is(err, kafkago.SASLAuthenticationFailed):
-			return fmt.Errorf("the brokers refuse group %s access: %w", k.cfg.Group, err)
-		}
+// refusal is err as a refusal of the group that no retry mends, or nil
+// when it is not one (nil included).
+func (k *Kafka) refusal(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, kafkago.InvalidSessionTimeout):
+		return fmt.Errorf("%w %s: it must lie within their group.min.session.timeout.ms and group.max.session.timeout.ms (6 s and 30 min by default): %w",
+			ErrSessionTimeoutRefused, k.cfg.SessionTimeout, err)
+	case errors.Is(err, kafkago.GroupAuthorizationFailed), errors.Is(err, kafkago.TopicAuthorizationFailed),
+		errors.Is(err, kafkago.SASLAuthenticationFailed):
+		return fmt.Errorf("%w to group %s: %w", errAccessRefused, k.cfg.Group, err)
 	}
 	return nil
 }
@@ -197,7 +214,8 @@ func (k *Kafka) refusal(args []any) error {
 // watchLag sets the lag gauge from the reader's statistics every
 // LagInterval until ctx ends, so the gauge follows the group when no batch
 // comes (the reader keeps polling Kafka meanwhile) instead of keeping what
-// it was after the last one.
+// it was after the last one. A group joined since the last look clears a
+// refusal of it (readerError): the brokers accept it now.
 func (k *Kafka) watchLag(ctx context.Context, r *kafkago.Reader) {
 	tick := time.NewTicker(k.cfg.LagInterval)
 	defer tick.Stop()
@@ -206,7 +224,11 @@ func (k *Kafka) watchLag(ctx context.Context, r *kafkago.Reader) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			k.metrics.Lag.WithLabelValues(k.target.Topic.Name).Set(float64(max(r.Stats().Lag, 0)))
+			st := r.Stats() // counters since the last call
+			k.metrics.Lag.WithLabelValues(k.target.Topic.Name).Set(float64(max(st.Lag, 0)))
+			if st.Rebalances > 0 { // a generation of the group was joined
+				k.health.clearIf(refused)
+			}
 		}
 	}
 }
