@@ -166,8 +166,8 @@ var ErrSessionTimeoutRefused = errors.New("the brokers refuse the consumer group
 // intake's credentials.
 var errAccessRefused = errors.New("the brokers refuse access")
 
-// refused reports whether err is a refusal of the group (refusal).
-func refused(err error) bool {
+// isRefusal reports whether err is a refusal of the group (refusal).
+func isRefusal(err error) bool {
 	return errors.Is(err, ErrSessionTimeoutRefused) || errors.Is(err, errAccessRefused)
 }
 
@@ -227,7 +227,7 @@ func (k *Kafka) watchLag(ctx context.Context, r *kafkago.Reader) {
 			st := r.Stats() // counters since the last call
 			k.metrics.Lag.WithLabelValues(k.target.Topic.Name).Set(float64(max(st.Lag, 0)))
 			if st.Rebalances > 0 { // a generation of the group was joined
-				k.health.clearIf(refused)
+				k.health.clearIf(isRefusal)
 			}
 		}
 	}
