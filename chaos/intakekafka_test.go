@@ -33,9 +33,10 @@ const intakeGroup = "delaybridge-" + topicName
 // Kafka-go's consumer group, as the intake builds it, keeps a SIGKILLed
 // member's partitions until its session times out
 // (DELAYBRIDGE_KAFKA_SESSION_TIMEOUT, 10 s by default; each dead member's
-// partition must be read again within deadPartitionBound), and a member's join makes the whole group wait for the dead: the
-// live members stop reading at their next heartbeat (every 3 s) and the
-// group reads nothing for about that long after a kill. So the three kills
+// partition must be read again within deadPartitionBound), and a member's
+// join makes the whole group wait for the dead: the live members stop
+// reading at their next heartbeat (every 3 s) and the group reads nothing
+// for about that long after a kill. So the three kills
 // come a tenth of a second apart and the replacements start after the
 // third (a replacement's join would stop the live members, and a later
 // kill would catch nothing), and the scenario waits out one session

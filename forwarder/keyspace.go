@@ -64,8 +64,9 @@ func (f *Forwarder) pollInterval() time.Duration {
 }
 
 // keyspaceLoop keeps the mode right until ctx ends: it reads the Redis
-// setting at start, every keyspaceRecheck (Options.keyspaceRecheck) and whenever the subscription is
-// made again, and subscribes while the setting delivers sorted-set events.
+// setting at start, every Options.keyspaceRecheck and whenever the
+// subscription is made again, and subscribes while the setting delivers
+// sorted-set events.
 func (f *Forwarder) keyspaceLoop(ctx context.Context) {
 	f.setMode(modePoll, "")
 	if f.opt.KeyspaceEvents == "off" {

@@ -30,13 +30,7 @@ func TestReplicaCutOffFromRedisStopsScanningWithinTTL(t *testing.T) {
 		ReplicaID: "a", HeartbeatInterval: 100 * time.Millisecond, HeartbeatTTL: ttl, Metrics: m,
 		ShutdownTimeout: time.Second,
 	})
-	owned := func() int {
-		var g dto.Metric
-		if err := m.Owned.WithLabelValues("orders").Write(&g); err != nil {
-			t.Fatal(err)
-		}
-		return int(g.GetGauge().GetValue())
-	}
+	owned := func() int { return ownedSlots(t, m, "orders") }
 	eventually(t, 10*time.Second, "owns all 8 slots", func() bool { return owned() == 8 })
 
 	proxy.Stall()
@@ -78,13 +72,7 @@ func TestSlotRegainedWhileItsScannerDrainsKeepsTheInflightBound(t *testing.T) {
 		BatchSize: batch, MaxInflightBatches: batches, PollInterval: 20 * time.Millisecond,
 		ShutdownTimeout: 20 * time.Second, Metrics: m,
 	})
-	owned := func() int {
-		var g dto.Metric
-		if err := m.Owned.WithLabelValues("orders").Write(&g); err != nil {
-			t.Fatal(err)
-		}
-		return int(g.GetGauge().GetValue())
-	}
+	owned := func() int { return ownedSlots(t, m, "orders") }
 	inflight := func() int64 {
 		n, err := q.Client().ZCard(context.Background(), topic.Keys(0).Inflight).Result()
 		if err != nil {
@@ -129,4 +117,14 @@ func TestSlotRegainedWhileItsScannerDrainsKeepsTheInflightBound(t *testing.T) {
 			t.Fatalf("message %d is %s, want %s (score order)", i, b, want)
 		}
 	}
+}
+
+// ownedSlots is what delaybridge_owned_slots shows for topic.
+func ownedSlots(t *testing.T, m *Metrics, topic string) int {
+	t.Helper()
+	var g dto.Metric
+	if err := m.Owned.WithLabelValues(topic).Write(&g); err != nil {
+		t.Fatal(err)
+	}
+	return int(g.GetGauge().GetValue())
 }

@@ -133,9 +133,9 @@ func (k *Kafka) Run(ctx context.Context) error {
 			return nil
 		}
 		if refused := k.refusal(err); refused != nil {
-			// After a few refused joins the reader hands the refusal to
-			// FetchMessage too: logged at ERROR already (readerError).
-			k.health.set(refused)
+			// After three refused joins the reader hands the refusal to
+			// FetchMessage too.
+			k.setRefused(refused)
 			sleep(ctx, retry.Next())
 			continue
 		}
@@ -179,20 +179,24 @@ func isRefusal(err error) bool {
 // consumed, and is logged at ERROR when it first comes. A record fetched
 // (Run) or a group joined (watchLag) clears it.
 func (k *Kafka) readerError(format string, args ...any) {
-	var refused error
 	for _, a := range args {
-		if err, ok := a.(error); ok && refused == nil {
-			refused = k.refusal(err)
+		if err, ok := a.(error); ok {
+			if refused := k.refusal(err); refused != nil {
+				k.setRefused(refused)
+				return
+			}
 		}
 	}
-	if refused == nil {
-		k.log.Warn("kafka reader: " + fmt.Sprintf(format, args...))
-		return
+	k.log.Warn("kafka reader: " + fmt.Sprintf(format, args...))
+}
+
+// setRefused makes a refusal of the group the intake's health, logged at
+// ERROR when it is not the health already.
+func (k *Kafka) setRefused(err error) {
+	if prev := k.health.get(); prev == nil || prev.Error() != err.Error() {
+		k.log.Error("intake cannot join its consumer group; nothing is consumed until this is fixed", "err", err)
 	}
-	if prev := k.health.get(); prev == nil || prev.Error() != refused.Error() {
-		k.log.Error("intake cannot join its consumer group; nothing is consumed until this is fixed", "err", refused)
-	}
-	k.health.set(refused)
+	k.health.set(err)
 }
 
 // refusal is err as a refusal of the group that no retry mends, or nil
