@@ -117,7 +117,10 @@ func TestXDelayCountsFromWhenTheIntakeReceivedTheDelivery(t *testing.T) {
 	}
 	lo := float64(before.Add(600*time.Millisecond).UnixMicro()) / 1000
 	hi := float64(after.Add(600*time.Millisecond).UnixMilli() + 1)
-	if score := queue.Millis(r.Due); score < lo || score > hi {
+	// In microseconds, as lo: queue.Millis goes through UnixNano, which a
+	// float64 cannot hold, and put the score of 1795526414198 ms at
+	// 1795526414198.000244, above a hi of exactly that millisecond.
+	if score := float64(r.Due.UnixMicro()) / 1000; score < lo || score > hi {
 		t.Errorf("due at %.0f ms, want %.3f to %.0f: 1 s after the delivery arrived, 600 ms after the write", score, lo, hi)
 	}
 }
