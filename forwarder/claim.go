@@ -19,6 +19,20 @@ const (
 	claimRetryMax = 2 * time.Second
 )
 
+// batch is a claim's messages, or a due part of them, on their way from the
+// claimer to the sink and on to Redis.
+type batch struct {
+	claimed []queue.Claimed
+	// skew is Redis's clock minus the local clock at the claim, so lateness
+	// is measured against the clock that decided the message was due.
+	skew time.Duration
+	// epoch is the inflight epoch the claim was made in.
+	epoch uint64
+	// lease is the batch's handle in the scanner's leases, set when it is
+	// handed over (hold.go).
+	lease uint64
+}
+
 // claimLoop claims batches in score order and hands each to handoff, until
 // ctx ends. Messages claimed ahead are held until due (hold.go); a message
 // announced as due before them meanwhile is claimed at once if there is room.
@@ -116,11 +130,8 @@ func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *bac
 	if n := len(c.Messages); n > 0 {
 		s.f.m.Claimed.WithLabelValues(s.topic.Name).Add(float64(n))
 		s.in.add(n)
-		skew := s.skew
-		mk := func(part []queue.Claimed) batch {
-			return batch{claimed: part, skew: skew, epoch: epoch, lease: s.leases.hold(part, before)}
-		}
-		*held = append(*held, heldClaim{msgs: c.Messages, now: c.Now, after: after, mk: mk})
+		b := batch{claimed: c.Messages, skew: s.skew, epoch: epoch}
+		*held = append(*held, heldClaim{batch: b, msgs: b.claimed, now: c.Now, after: after, leased: before})
 	}
 	return c, true
 }

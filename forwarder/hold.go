@@ -35,20 +35,35 @@ func (s *scanner) lookAhead() time.Duration {
 	return d
 }
 
-// heldClaim is what one claim took and the scanner has not handed over
-// yet, in score order.
+// heldClaim is the batch of one claim that the scanner has not handed over
+// in full yet.
 type heldClaim struct {
+	batch
+	// msgs are the messages still held, in score order: the tail of
+	// batch.msgs not handed over yet.
 	msgs []queue.Claimed
 	// now is Redis's clock when the claim ran; after is the local time the
 	// claim returned. Redis read now before after, so at local time
 	// after+d Redis's clock reads at least now+d: a member of score sc is
 	// due by after + (sc - now).
 	now, after time.Time
-	mk         func([]queue.Claimed) batch // a due part as a batch of this claim
+	// leased is the local time the claim set the leases, no later than
+	// Redis did.
+	leased time.Time
 }
 
 func (h *heldClaim) dueBy(m queue.Claimed) time.Time {
 	return h.after.Add(queue.MillisTime(m.Score).Sub(h.now))
+}
+
+// part takes h's first n held messages out as a batch of their own, whose
+// lease the scanner renews from now on (lease.go) until it is settled.
+func (s *scanner) part(h *heldClaim, n int) batch {
+	b := h.batch
+	b.claimed = h.msgs[:n]
+	b.lease = s.leases.hold(b.claimed, h.leased)
+	h.msgs = h.msgs[n:]
+	return b
 }
 
 // handOver hands held messages to handoff as they fall due: those due when
@@ -96,8 +111,7 @@ func (s *scanner) handDue(held *[]heldClaim, handoff func(batch)) (next time.Tim
 			n++
 		}
 		if n > 0 {
-			handoff(h.mk(h.msgs[:n]))
-			h.msgs = h.msgs[n:]
+			handoff(s.part(&h, n))
 		}
 		if len(h.msgs) == 0 {
 			continue

@@ -2,6 +2,7 @@ package forwarder
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/delaybridge/delaybridge/queue"
@@ -14,7 +15,11 @@ type delivery struct {
 	msgs     []sinks.Message
 	members  []string        // members[i] carries msgs[i]
 	failures []queue.Failure // members that did not decode
-	unsent   bool            // returned without publishing (slot order)
+	// indexed: msgs[i].ID is members[i]'s envelope id, which the ids index
+	// holds (envelope topics; the same for every delivery of a scanner).
+	// Settling passes it on, so a member is decoded once.
+	indexed bool
+	unsent  bool // returned without publishing (slot order)
 
 	began   time.Time
 	done    <-chan struct{}
@@ -45,7 +50,8 @@ func (s *scanner) publish(ctx context.Context, b batch) *delivery {
 
 // prepare decodes a claimed batch into the messages to publish.
 func (s *scanner) prepare(b batch) *delivery {
-	d := &delivery{b: b, msgs: make([]sinks.Message, 0, len(b.claimed)), members: make([]string, 0, len(b.claimed))}
+	d := &delivery{b: b, msgs: make([]sinks.Message, 0, len(b.claimed)), members: make([]string, 0, len(b.claimed)),
+		indexed: s.topic.Format == queue.FormatEnvelope}
 	for _, c := range b.claimed {
 		dm, err := s.topic.Decode(c.Member)
 		if err != nil {
@@ -66,6 +72,15 @@ func (s *scanner) prepare(b batch) *delivery {
 		d.members = append(d.members, c.Member)
 	}
 	return d
+}
+
+// indexID is the envelope id of the ith message for the ids index, or ""
+// (raw topics have none).
+func (d *delivery) indexID(i int) string {
+	if !d.indexed {
+		return ""
+	}
+	return d.msgs[i].ID
 }
 
 // finish records an answer known without waiting.
@@ -91,4 +106,66 @@ func (s *scanner) start(ctx context.Context, d *delivery) {
 	if err != nil && anyLost(sinks.Results(err, len(d.msgs))) {
 		s.in.breakOrder() // before the next batch is published
 	}
+}
+
+// outcome is what a sink's error about one message means for it. Its String
+// is the outcome label of the publish failures metric.
+type outcome int
+
+const (
+	// broker: the broker's answer about the message (nack, return,
+	// rejection). It counts an attempt.
+	outcomeBroker outcome = iota
+	// permanent: no retry can fix it; the message is dead-lettered at once.
+	outcomePermanent
+	// connection: the connection failed, not the message. It goes back
+	// without an attempt.
+	outcomeConnection
+	// timeout: the wait for the answer was cut short (shutdown, a
+	// deadline); the message may be published. It goes back without an
+	// attempt.
+	outcomeTimeout
+)
+
+// outcomeOf classifies a sink's error about one message. A lost connection
+// or wait wins over sinks.ErrPermanent: a message never dies of its
+// connection.
+func outcomeOf(err error) outcome {
+	switch {
+	case errors.Is(err, sinks.ErrNotConnected), errors.Is(err, sinks.ErrClosed):
+		return outcomeConnection
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return outcomeTimeout
+	case errors.Is(err, sinks.ErrPermanent):
+		return outcomePermanent
+	default:
+		return outcomeBroker
+	}
+}
+
+// lost reports whether the message goes back without using an attempt.
+func (o outcome) lost() bool { return o == outcomeConnection || o == outcomeTimeout }
+
+func (o outcome) String() string {
+	switch o {
+	case outcomePermanent:
+		return "permanent"
+	case outcomeConnection:
+		return "connection"
+	case outcomeTimeout:
+		return "timeout"
+	default:
+		return "broker"
+	}
+}
+
+// anyLost reports whether a result says the connection, not the message,
+// failed: the batches claimed after it must go back too (slot order).
+func anyLost(results []error) bool {
+	for _, e := range results {
+		if e != nil && outcomeOf(e).lost() {
+			return true
+		}
+	}
+	return false
 }

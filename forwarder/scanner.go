@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
@@ -31,8 +30,13 @@ const retryJitter = 0.2
 // ahead. The claimed messages not yet settled are capped (see inflight), so
 // a slow broker slows claiming instead of moving the backlog into flight.
 //
-// One batch goes through claimLoop (claim.go), publish (publish.go) and
-// settleLoop (settle.go); run, here, wires the three.
+// One batch goes through the stages in this order, a file each, and never
+// back: claimLoop (claim.go) claims it, handOver (hold.go) holds what was
+// claimed ahead until due, publish (publish.go) hands it to the sink and
+// settleLoop (settle.go) records the broker's answers in Redis. A stage uses
+// the types and helpers of the stages before it, never those of a later
+// one; run, here, wires them. inflight.go and lease.go hold the state they
+// share: how much is in flight, and the leases to renew.
 type scanner struct {
 	f     *Forwarder
 	topic Topic
@@ -46,18 +50,6 @@ type scanner struct {
 	// skew is Redis's clock minus the local clock at the last claim (the
 	// claimer's own; nap converts Redis times with it).
 	skew time.Duration
-}
-
-// batch is one claim handed from the claimer to the publisher.
-type batch struct {
-	claimed []queue.Claimed
-	// skew is Redis's clock minus the local clock at the claim, so lateness
-	// is measured against the clock that decided the message was due.
-	skew time.Duration
-	// epoch is the inflight epoch the claim was made in.
-	epoch uint64
-	// lease is the batch's handle in the scanner's leases.
-	lease uint64
 }
 
 func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {

@@ -28,7 +28,7 @@ const ackDelay = 100 * time.Millisecond
 // and acked together; any other outcome is recorded at once, with the acks
 // held before it.
 func (s *scanner) settleLoop(ctx context.Context, sent <-chan *delivery) {
-	h := newHeld()
+	h := newUnrecorded()
 	defer h.timer.Stop()
 	flush := func() {
 		if group, n := h.take(); len(group) > 0 {
@@ -76,28 +76,28 @@ func (s *scanner) settleLoop(ctx context.Context, sent <-chan *delivery) {
 	}
 }
 
-// held are the awaited deliveries not recorded yet: fully confirmed ones
+// unrecorded are the awaited deliveries not recorded yet: fully confirmed ones
 // wait up to ackDelay to be acked together.
-type held struct {
+type unrecorded struct {
 	group  []*delivery
 	n      int // messages in group
 	timer  *time.Timer
 	timing bool // timer runs
 }
 
-func newHeld() *held {
+func newUnrecorded() *unrecorded {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &held{timer: t}
+	return &unrecorded{timer: t}
 }
 
-func (h *held) add(d *delivery) {
+func (h *unrecorded) add(d *delivery) {
 	h.group = append(h.group, d)
 	h.n += len(d.b.claimed)
 }
 
 // arm starts the ackDelay of the oldest held delivery, unless it runs.
-func (h *held) arm() {
+func (h *unrecorded) arm() {
 	if !h.timing {
 		h.timer.Reset(ackDelay)
 		h.timing = true
@@ -105,7 +105,7 @@ func (h *held) arm() {
 }
 
 // take empties h and returns what it held and how many messages that is.
-func (h *held) take() ([]*delivery, int) {
+func (h *unrecorded) take() ([]*delivery, int) {
 	group, n := h.group, h.n
 	h.group, h.n = nil, 0
 	if h.timing {
@@ -158,71 +158,10 @@ func (d *delivery) confirmed() bool {
 	return true
 }
 
-// outcome is what a sink's error about one message means for it. Its String
-// is the outcome label of the publish failures metric.
-type outcome int
-
-const (
-	// broker: the broker's answer about the message (nack, return,
-	// rejection). It counts an attempt.
-	outcomeBroker outcome = iota
-	// permanent: no retry can fix it; the message is dead-lettered at once.
-	outcomePermanent
-	// connection: the connection failed, not the message. It goes back
-	// without an attempt.
-	outcomeConnection
-	// timeout: the wait for the answer was cut short (shutdown, a
-	// deadline); the message may be published. It goes back without an
-	// attempt.
-	outcomeTimeout
-)
-
-// outcomeOf classifies a sink's error about one message. A lost connection
-// or wait wins over sinks.ErrPermanent: a message never dies of its
-// connection.
-func outcomeOf(err error) outcome {
-	switch {
-	case errors.Is(err, sinks.ErrNotConnected), errors.Is(err, sinks.ErrClosed):
-		return outcomeConnection
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return outcomeTimeout
-	case errors.Is(err, sinks.ErrPermanent):
-		return outcomePermanent
-	default:
-		return outcomeBroker
-	}
-}
-
-// lost reports whether the message goes back without using an attempt.
-func (o outcome) lost() bool { return o == outcomeConnection || o == outcomeTimeout }
-
-func (o outcome) String() string {
-	switch o {
-	case outcomePermanent:
-		return "permanent"
-	case outcomeConnection:
-		return "connection"
-	case outcomeTimeout:
-		return "timeout"
-	default:
-		return "broker"
-	}
-}
-
-// anyLost reports whether a result says the connection, not the message,
-// failed: the batches claimed after it must go back too (slot order).
-func anyLost(results []error) bool {
-	for _, e := range results {
-		if e != nil && outcomeOf(e).lost() {
-			return true
-		}
-	}
-	return false
-}
-
 // settlement is what a group of awaited deliveries asks of Redis.
 type settlement struct {
 	acks     []string        // confirmed
+	ackIDs   []string        // acks[i]'s envelope id (nil on raw topics)
 	releases []string        // back without an attempt
 	unsent   int             // of releases, those never published (slot order)
 	failures []queue.Failure // to retry or dead-letter: refused or undecodable
@@ -247,6 +186,9 @@ func sortOut(group []*delivery, retry backoff.Policy) settlement {
 		for i, e := range d.results {
 			if e == nil {
 				st.acks = append(st.acks, d.members[i])
+				if d.indexed {
+					st.ackIDs = append(st.ackIDs, d.msgs[i].ID)
+				}
 				continue
 			}
 			o := outcomeOf(e)
@@ -258,6 +200,7 @@ func sortOut(group []*delivery, retry backoff.Policy) settlement {
 			st.noDestination = st.noDestination || errors.Is(e, sinks.ErrNoDestination)
 			st.failures = append(st.failures, queue.Failure{
 				Member:    d.members[i],
+				ID:        d.indexID(i),
 				Backoff:   retry.Delay(d.msgs[i].Attempt - 1),
 				Permanent: o == outcomePermanent,
 				Reason:    e.Error(),
@@ -283,17 +226,19 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 	for o, n := range st.failed {
 		s.f.m.Failures.WithLabelValues(s.topic.Name, o.String()).Add(float64(n))
 	}
-	s.ack(ctx, st.acks)
+	s.ack(ctx, st.acks, st.ackIDs)
 	s.release(ctx, st.releases, st.unsent)
 	s.retry(ctx, st.failures, st.noDestination)
 }
 
-func (s *scanner) ack(ctx context.Context, members []string) {
+// ack forgets confirmed members; ids are their envelope ids, decoded by
+// prepare (nil on raw topics).
+func (s *scanner) ack(ctx context.Context, members, ids []string) {
 	if len(members) == 0 {
 		return
 	}
 	s.redisRetry(ctx, "ack", func(c context.Context) error {
-		_, err := s.f.q.Ack(c, s.topic.Topic, s.slot, members)
+		_, err := s.f.q.AckIDs(c, s.topic.Topic, s.slot, members, ids)
 		return err
 	})
 	s.f.m.Published.WithLabelValues(s.topic.Name).Add(float64(len(members)))
@@ -318,29 +263,33 @@ func (s *scanner) release(ctx context.Context, members []string, unsent int) {
 	}
 }
 
-// retry counts an attempt of each failure: below the limit the message is
-// scheduled again after its back-off, else dead-lettered. noDestination
-// says some failed for a missing destination or no route: the retry is
-// then logged at WARN, since only an operator can fix it.
+// retry counts an attempt of each failure, all in one Redis call: below the
+// limit the message is scheduled again after its back-off, else
+// dead-lettered. noDestination says some failed for a missing destination
+// or no route: the retry is then logged at WARN, since only an operator can
+// fix it.
 func (s *scanner) retry(ctx context.Context, failures []queue.Failure, noDestination bool) {
+	if len(failures) == 0 {
+		return
+	}
+	var outs []queue.Outcome // stays empty if Redis could not be written
+	s.redisRetry(ctx, "retry", func(c context.Context) error {
+		var err error
+		outs, err = s.f.q.RetryAll(c, s.topic.Topic, s.slot, failures, s.f.opt.MaxAttempts)
+		return err
+	})
 	// One log line per outcome and group: a refusal storm must not flood
 	// the logs with a line per message.
 	var retried, dead int
 	var retryReason, deadReason string
-	for _, fl := range failures {
-		var out queue.Outcome
-		s.redisRetry(ctx, "retry", func(c context.Context) error {
-			var err error
-			out, err = s.f.q.Retry(c, s.topic.Topic, s.slot, fl, s.f.opt.MaxAttempts)
-			return err
-		})
+	for i, out := range outs {
 		switch out {
 		case queue.Retrying:
 			retried++
-			retryReason = fl.Reason
+			retryReason = failures[i].Reason
 		case queue.Dead:
 			dead++
-			deadReason = fl.Reason
+			deadReason = failures[i].Reason
 		}
 	}
 	if retried > 0 {

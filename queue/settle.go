@@ -70,19 +70,36 @@ return n
 // Ack forgets members the broker confirmed and returns how many were still in
 // flight. On envelope topics their ids leave the ids index.
 func (q *Queue) Ack(ctx context.Context, t Topic, slot int, members []string) (int, error) {
+	return q.AckIDs(ctx, t, slot, members, nil)
+}
+
+// AckIDs is Ack for a caller that decoded the members already: ids[i] is the
+// envelope id of members[i] (nil, or "" for one member, when the caller does
+// not know it: AckIDs reads it from the member), so the ack path does not
+// parse an envelope twice.
+func (q *Queue) AckIDs(ctx context.Context, t Topic, slot int, members, ids []string) (int, error) {
 	if len(members) == 0 {
 		return 0, nil
 	}
 	k := t.Keys(slot)
 	args := make([]any, 0, 2*len(members))
-	for _, m := range members {
-		args = append(args, m, t.unmapID(m))
+	for i, m := range members {
+		args = append(args, m, t.knownID(ids, i, m))
 	}
 	n, err := ackScript.Run(ctx, q.rdb, slotKeys(k), args...).Int()
 	if err != nil {
 		return 0, fmt.Errorf("ack %d in %s: %w", len(members), k.Inflight, err)
 	}
 	return n, nil
+}
+
+// knownID is the ids index id of member, the ith of a settled group: ids[i]
+// when the caller decoded it, else read from the member (unmapID).
+func (t Topic) knownID(ids []string, i int, member string) string {
+	if i < len(ids) && ids[i] != "" {
+		return ids[i]
+	}
+	return t.unmapID(member)
 }
 
 // releaseScript returns claimed members without counting an attempt.
@@ -145,6 +162,9 @@ func (o Outcome) String() string {
 // Failure describes one failed publish for Retry.
 type Failure struct {
 	Member string
+	// ID is the member's envelope id when the caller decoded it; "" lets
+	// Retry read it from the member (raw members have none).
+	ID string
 	// Backoff is how long to wait before the next attempt.
 	Backoff time.Duration
 	// Permanent failures dead-letter at once.
@@ -154,52 +174,93 @@ type Failure struct {
 	Reason string
 }
 
-// retryScript records a failed publish of one member.
+// retryArgs is how many ARGV one failure takes in retryScript.
+const retryArgs = 5
+
+// retryScript records the failed publishes of a group of members, in order.
 //
 // KEYS    -> slotKeys
-// ARGV[1] -> member
-// ARGV[2] -> back-off before the next attempt, ms
-// ARGV[3] -> max attempts
-// ARGV[4] -> "1" when the failure is permanent (dead-letter at once)
-// ARGV[5] -> error text
-// ARGV[6] -> the member's envelope id ("" for raw or undecodable members)
+// ARGV[1] -> max attempts
+// then per member, retryArgs values:
+// ARGV[i]   -> member
+// ARGV[i+1] -> back-off before the next attempt, ms
+// ARGV[i+2] -> "1" when the failure is permanent (dead-letter at once)
+// ARGV[i+3] -> error text
+// ARGV[i+4] -> the member's envelope id ("" for raw or undecodable members)
 //
-// Returns -1 when the member is not in flight (someone else handled it: no
-// change), 0 when it was dead-lettered, else the attempts so far. A member the
-// producer rescheduled meanwhile keeps the producer's score. The error text
-// is kept as the member's last error (reasons) either way, so ls and get show
-// why a retrying message failed. A dead-lettered
-// envelope leaves the ids index; one waiting to retry keeps its id.
-var retryScript = slotScript(nowLua, idsLua, buryLua, `
-local m = ARGV[1]
-if not redis.call('ZSCORE', inflight, m) then return -1 end
-redis.call('ZREM', inflight, m)
-local n = redis.call('HINCRBY', attempts, m, 1)
-if ARGV[4] == '1' or n >= tonumber(ARGV[3]) then
-  bury(m, ARGV[5], ARGV[6])
-  return 0
+// Returns, per member, -1 when it is not in flight (someone else handled it:
+// no change), 0 when it was dead-lettered, else the attempts so far. A member
+// the producer rescheduled meanwhile keeps the producer's score. The error
+// text is kept as the member's last error (reasons) either way, so ls and get
+// show why a retrying message failed. A dead-lettered envelope leaves the ids
+// index; one waiting to retry keeps its id.
+var retryScript = slotScript(nowLua, idsLua, buryLua, fmt.Sprintf("local step = %d\n", retryArgs), `
+local max = tonumber(ARGV[1])
+local out = {}
+for i = 2, #ARGV, step do
+  local m = ARGV[i]
+  if not redis.call('ZSCORE', inflight, m) then
+    out[#out + 1] = -1
+  else
+    redis.call('ZREM', inflight, m)
+    local n = redis.call('HINCRBY', attempts, m, 1)
+    if ARGV[i + 2] == '1' or n >= max then
+      bury(m, ARGV[i + 3], ARGV[i + 4])
+      out[#out + 1] = 0
+    else
+      redis.call('HSET', reasons, m, ARGV[i + 3])
+      redis.call('ZADD', sched, 'NX', now + tonumber(ARGV[i + 1]), m)
+      out[#out + 1] = n
+    end
+  end
 end
-redis.call('HSET', reasons, m, ARGV[5])
-redis.call('ZADD', sched, 'NX', now + tonumber(ARGV[2]), m)
-return n
+return out
 `)
 
 // Retry counts a failed attempt of a member still in flight: below
 // maxAttempts it goes back to the scheduled set after the back-off, else (or
 // when permanent) to the dead set with the reason.
 func (q *Queue) Retry(ctx context.Context, t Topic, slot int, f Failure, maxAttempts int) (Outcome, error) {
-	k := t.Keys(slot)
-	n, err := retryScript.Run(ctx, q.rdb, slotKeys(k),
-		f.Member, f.Backoff.Milliseconds(), maxAttempts, flag(f.Permanent), f.Reason, t.unmapID(f.Member)).Int()
+	out, err := q.RetryAll(ctx, t, slot, []Failure{f}, maxAttempts)
 	if err != nil {
-		return NotInflight, fmt.Errorf("retry in %s: %w", k.Inflight, err)
+		return NotInflight, err
 	}
-	switch {
-	case n < 0:
-		return NotInflight, nil
-	case n == 0:
-		return Dead, nil
-	default:
-		return Retrying, nil
+	return out[0], nil
+}
+
+// RetryAll is Retry of every failure in one call (one script, one round
+// trip): out[i] is what became of fs[i], in the order given.
+func (q *Queue) RetryAll(ctx context.Context, t Topic, slot int, fs []Failure, maxAttempts int) ([]Outcome, error) {
+	if len(fs) == 0 {
+		return nil, nil
 	}
+	k := t.Keys(slot)
+	args := make([]any, 0, 1+retryArgs*len(fs))
+	args = append(args, maxAttempts)
+	for _, f := range fs {
+		id := f.ID
+		if id == "" {
+			id = t.unmapID(f.Member)
+		}
+		args = append(args, f.Member, f.Backoff.Milliseconds(), flag(f.Permanent), f.Reason, id)
+	}
+	ns, err := retryScript.Run(ctx, q.rdb, slotKeys(k), args...).Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("retry %d in %s: %w", len(fs), k.Inflight, err)
+	}
+	if len(ns) != len(fs) {
+		return nil, fmt.Errorf("retry %d in %s: script answered %d outcomes", len(fs), k.Inflight, len(ns))
+	}
+	out := make([]Outcome, len(ns))
+	for i, n := range ns {
+		switch {
+		case n < 0:
+			out[i] = NotInflight
+		case n == 0:
+			out[i] = Dead
+		default:
+			out[i] = Retrying
+		}
+	}
+	return out, nil
 }
