@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Exit codes.
@@ -54,6 +56,12 @@ func commands() []command {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	if len(os.Args) > 1 && os.Args[1] != "run" && os.Args[1] != "console" {
+		// A one-shot command says in its own words that Redis is
+		// unreachable; go-redis's pool lines before it are noise. The
+		// servers route them into slog instead (runDaemon, logging.go).
+		redis.SetLogger(quietRedis{})
+	}
 	code := dispatch(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr})
 	stop()
 	os.Exit(code)
