@@ -47,6 +47,7 @@ func commands() []command {
 		{"ls", "list a topic's messages by state, a page at a time", runLs},
 		{"get", "show one message: state, due time, attempts, last error", runGet},
 		{"replicas", "list live replicas and the slots each owns", runReplicas},
+		{"topics", "show the topic registry; change or forget an entry", runTopics},
 		{"pause", "stop claiming a topic's messages until resume", runPause},
 		{"resume", "claim a paused topic's messages again", runResume},
 		{"console", "serve the web console (read-only without DELAYBRIDGE_CONSOLE_TOKEN)", runConsole},
