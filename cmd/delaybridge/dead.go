@@ -128,7 +128,7 @@ func runDeadList(ctx context.Context, args []string, s stdio) int {
 			id = "(not a valid envelope)"
 		}
 		fmt.Fprintf(s.out, "%s  slot %d  id %s  died %s (%s)\n  reason: %s\n  member: %s\n",
-			d.Topic, d.Slot, id, d.Died.UTC().Format(time.RFC3339), relative(d.Died, now), d.Reason, printable([]byte(d.Member), 200))
+			d.Topic, d.Slot, id, utcStamp(d.Died), relative(d.Died, now), d.Reason, printable([]byte(d.Member), 200))
 	}
 	for _, t := range topics {
 		n := 0

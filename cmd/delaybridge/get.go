@@ -135,7 +135,7 @@ func printGet(w io.Writer, t queue.Topic, e queue.Entry, askedID string) error {
 	line("state", e.State)
 	stamp := func(k string, at time.Time) {
 		if !at.IsZero() {
-			line(k, at.UTC().Format(time.RFC3339Nano)+" ("+relative(at, now)+")")
+			line(k, utcStamp(at)+" ("+relative(at, now)+")")
 		}
 	}
 	stamp("due", e.Due)

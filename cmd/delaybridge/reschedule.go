@@ -84,7 +84,7 @@ func runReschedule(ctx context.Context, args []string, s stdio) int {
 		switch result {
 		case "rescheduled":
 			fmt.Fprintf(s.out, "rescheduled %s on %s (slot %d), due %s (%s)\n", r.ID, t.Name, r.Slot,
-				r.Due().UTC().Format(time.RFC3339Nano), relative(r.Due(), time.Now()))
+				utcStamp(r.Due()), relative(r.Due(), time.Now()))
 		case "in-flight":
 			fmt.Fprintf(s.out, "not rescheduled: %s on %s is in flight (being delivered now)\n", ref, t.Name)
 		default:
