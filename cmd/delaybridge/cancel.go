@@ -42,11 +42,7 @@ func runCancel(ctx context.Context, args []string, s stdio) int {
 		return code
 	}
 	defer c.close()
-	var positional *string
-	if len(pos) == 2 {
-		positional = &pos[1]
-	}
-	ref, err := mf.ref(ctx, c, t, positional)
+	ref, err := mf.ref(ctx, c, t, positionalMember(pos))
 	if err != nil && !errors.Is(err, queue.ErrNotFound) {
 		return c.fail(err)
 	}

@@ -47,6 +47,14 @@ func (m memberFlags) check(extra bool) error {
 	return nil
 }
 
+// positionalMember is the MEMBER argument after TOPIC, nil when none.
+func positionalMember(pos []string) *string {
+	if len(pos) == 2 {
+		return &pos[1]
+	}
+	return nil
+}
+
 // ref resolves the flags (or the positional member) to a reference: by id
 // on an envelope topic, else by member, reading the file or scanning for
 // the raw id.

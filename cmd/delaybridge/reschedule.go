@@ -51,11 +51,7 @@ func runReschedule(ctx context.Context, args []string, s stdio) int {
 		return code
 	}
 	defer c.close()
-	var positional *string
-	if len(pos) == 2 {
-		positional = &pos[1]
-	}
-	ref, err := mf.ref(ctx, c, t, positional)
+	ref, err := mf.ref(ctx, c, t, positionalMember(pos))
 	var r queue.Receipt
 	switch {
 	case errors.Is(err, queue.ErrNotFound):
