@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 )
@@ -82,5 +84,35 @@ func TestCheckWarnsOfAMisspeltVariableAndExitsZero(t *testing.T) {
 	code, out, errs = e.run("", "check", "--json")
 	if code != exitOK || !strings.Contains(out, `"warnings":["DELAYBRIDGE_TOPIC_ORDRES_SLOTS is not used`) {
 		t.Fatalf("check --json with a misspelt variable: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+}
+
+// TestReadyzOfTheDefaultExchangeNeedsTheRoutingKeysQueue: /readyz answered
+// 200 with the quick start's queue deleted, and the next message died 312
+// NO_ROUTE. It is 503 naming the queue until the queue exists.
+func TestReadyzOfTheDefaultExchangeNeedsTheRoutingKeysQueue(t *testing.T) {
+	queueName := uniqueName("dbtest.readyzq.")
+	amqpTopicEnv(t, "")
+	t.Setenv("DELAYBRIDGE_TOPIC_ORDERS_ROUTING_KEY", queueName)
+	d := startDaemon(t)
+	d.waitReadyz(20*time.Second, "503 naming the queue", func(code int, body string) bool {
+		return code == http.StatusServiceUnavailable && strings.Contains(body, queueName)
+	})
+	conn, err := amqp091.Dial(amqpURL())
+	if err != nil {
+		t.Fatalf("RabbitMQ: %v", err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare(queueName, false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = ch.QueueDelete(queueName, false, false, false) }()
+	d.waitReadyz(20*time.Second, "200", func(code int, _ string) bool { return code == http.StatusOK })
+	if code := d.stop(30 * time.Second); code != exitOK {
+		t.Errorf("daemon exit %d", code)
 	}
 }
