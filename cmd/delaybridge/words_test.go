@@ -51,3 +51,11 @@ func TestDeadMessageShowsItsAttemptsInGetAndLs(t *testing.T) {
 		t.Errorf("ls --state dead: %s", out)
 	}
 }
+
+func TestPluralSaysOneInTheSingular(t *testing.T) {
+	for n, want := range map[int]string{0: "0 slots", 1: "1 slot", 2: "2 slots"} {
+		if got := plural(n, "slot"); got != want {
+			t.Errorf("plural(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
