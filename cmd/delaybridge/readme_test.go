@@ -91,7 +91,7 @@ func TestReadmeCommandLineBlockRunsAfterTheQuickStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &cliEnv{t: t, ctx: ctx}
-	block := readmeBlock(t, "with `bin/delaybridge topics set orders --format envelope`")
+	block := readmeBlock(t, "`bin/delaybridge topics set orders --format envelope`")
 	run := func() (failed []string) {
 		for _, line := range block {
 			words, stdin := shellWords(line)
