@@ -11,3 +11,15 @@ func TestRedactedShowsTheIntakePrefetchDefaultWithoutAnIntake(t *testing.T) {
 		t.Errorf("intake values without an intake = %v, want INTAKE none and INTAKE_PREFETCH 256", got)
 	}
 }
+
+// TestSuggestNamesTheVariableAMisspeltOneMeant: ORDRES is ORDERS with two
+// letters swapped; a name far from every variable has no suggestion.
+func TestSuggestNamesTheVariableAMisspeltOneMeant(t *testing.T) {
+	c := Config{Topics: []Topic{{Name: "orders", Var: "ORDERS"}}}
+	if got := c.Suggest("DELAYBRIDGE_TOPIC_ORDRES_SLOTS"); got != "DELAYBRIDGE_TOPIC_ORDERS_SLOTS" {
+		t.Errorf("Suggest(ORDRES_SLOTS) = %q", got)
+	}
+	if got := c.Suggest("DELAYBRIDGE_SOMETHING_ELSE_ENTIRELY"); got != "" {
+		t.Errorf("Suggest of an unrelated name = %q, want none", got)
+	}
+}

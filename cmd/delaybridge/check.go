@@ -99,7 +99,11 @@ func runCheck(ctx context.Context, args []string, s stdio) int {
 func unusedWarnings(cfg config.Config) []string {
 	out := []string{}
 	for _, name := range cfg.Unused(os.Environ()) {
-		out = append(out, name+" is not used by this configuration (misspelt, or its topic is not in DELAYBRIDGE_TOPICS?)")
+		w := name + " is not used by this configuration (misspelt, or its topic is not in DELAYBRIDGE_TOPICS?)"
+		if s := cfg.Suggest(name); s != "" {
+			w = name + " is not used by this configuration: did you mean " + s + "?"
+		}
+		out = append(out, w)
 	}
 	return out
 }

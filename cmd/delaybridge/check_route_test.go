@@ -78,7 +78,7 @@ func TestCheckWarnsOfAMisspeltVariableAndExitsZero(t *testing.T) {
 	t.Setenv("DELAYBRIDGE_TOPIC_ORDRES_SLOTS", "8")
 	e := &cliEnv{t: t, ctx: context.Background()}
 	code, out, errs := e.run("", "check")
-	if code != exitOK || !strings.Contains(out, "configuration: ok (1 topic)\nwarning: DELAYBRIDGE_TOPIC_ORDRES_SLOTS is not used") {
+	if code != exitOK || !strings.Contains(out, "configuration: ok (1 topic)\nwarning: DELAYBRIDGE_TOPIC_ORDRES_SLOTS is not used by this configuration: did you mean DELAYBRIDGE_TOPIC_ORDERS_SLOTS?") {
 		t.Fatalf("check with a misspelt variable: exit %d, want 0 with a warning naming it\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 	code, out, errs = e.run("", "check", "--json")

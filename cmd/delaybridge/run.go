@@ -76,7 +76,7 @@ func flatten(err error) []error {
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	log.Info("delaybridge starting", "version", version, "commit", commit, "built", date, "replica", cfg.ReplicaID, "config", cfg.Redacted())
 	for _, name := range cfg.Unused(os.Environ()) {
-		log.Warn("variable is not used by this configuration (misspelt, or its topic is not in DELAYBRIDGE_TOPICS?)", "var", name)
+		log.Warn("variable is not used by this configuration (misspelt, or its topic is not in DELAYBRIDGE_TOPICS?)", "var", name, "did_you_mean", cfg.Suggest(name))
 	}
 	rdb, err := cfg.Redis.Client()
 	if err != nil {
