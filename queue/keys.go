@@ -48,9 +48,18 @@ type SlotKeys struct {
 	Attempts   string // HASH member → failed publish attempts
 	Dead       string // ZSET member → time of death (ms)
 	DeadReason string // HASH member → last error text
-	IDs        string // HASH id → member (envelope topics)
+	IDs        string // HASH id → member (envelope topics: the layout before the index, and non-canonical envelopes)
 	Paused     string // HASH since → ms, reason → text, while the topic is paused (see Pause)
+	// Index is the prefix of the id index of envelope topics: idBuckets
+	// HASHes "<Index>:<n>", id → score (see idsLua in scripts.go).
+	Index string
 }
+
+// idBuckets is how many HASHes the id index of one slot spreads over: each
+// stays a listpack (hash-max-listpack-entries, 512 by default) up to about
+// 130,000 ids per slot, and past that costs about 50 bytes more per message.
+// The scripts hold the same number (bucket in idsLua).
+const idBuckets = 256
 
 // Validate reports whether the topic can be used.
 func (t Topic) Validate() error {
@@ -117,6 +126,7 @@ func (t Topic) Keys(slot int) SlotKeys {
 		DeadReason: base + ":dead:reason",
 		IDs:        base + ":ids",
 		Paused:     base + ":paused",
+		Index:      base + ":idx",
 	}
 }
 

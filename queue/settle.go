@@ -58,7 +58,7 @@ for c = 1, #ARGV, 2 * chunk do
         if #drop > 0 then redis.call('HDEL', reasons, unpack(drop)) end
       end
       for j = 1, #held do
-        unmap(heldIDs[j], held[j])
+        unmap_held(heldIDs[j], held[j])
       end
       n = n + #held
     end
@@ -87,18 +87,21 @@ func (q *Queue) Ack(ctx context.Context, t Topic, slot int, members []string) (i
 
 // releaseScript returns claimed members without counting an attempt.
 //
-// KEYS -> slotKeys
-// ARGV -> members
+// KEYS     -> slotKeys
+// ARGV[1]  -> "1" when the topic's members are envelopes
+// ARGV[2…] -> members
 //
-// Each goes back at its original due time, so slot order is kept. Returns how
-// many were still in flight.
-var releaseScript = slotScript(nowLua, `
+// Each goes back at its original due time, so slot order is kept, and an
+// envelope's index entry follows it. Returns how many were still in flight.
+var releaseScript = slotScript(nowLua, idsLua, `
 local n = 0
-for i = 1, #ARGV do
+local envelopes = ARGV[1] == '1'
+for i = 2, #ARGV do
   local m = ARGV[i]
   if redis.call('ZREM', inflight, m) == 1 then
     local due = redis.call('HGET', dues, m) or string.format('%.0f', now)
     redis.call('ZADD', sched, 'NX', due, m)
+    if envelopes then moved(m, fastid(m), redis.call('ZSCORE', sched, m)) end
     n = n + 1
   end
 end
@@ -112,7 +115,8 @@ func (q *Queue) Release(ctx context.Context, t Topic, slot int, members []string
 		return 0, nil
 	}
 	k := t.Keys(slot)
-	n, err := releaseScript.Run(ctx, q.rdb, slotKeys(k), toArgs(members)...).Int()
+	args := append([]any{flag(t.envelope())}, toArgs(members)...)
+	n, err := releaseScript.Run(ctx, q.rdb, slotKeys(k), args...).Int()
 	if err != nil {
 		return 0, fmt.Errorf("release %d in %s: %w", len(members), k.Inflight, err)
 	}
@@ -176,11 +180,12 @@ if not redis.call('ZSCORE', inflight, m) then return -1 end
 redis.call('ZREM', inflight, m)
 local n = redis.call('HINCRBY', attempts, m, 1)
 if ARGV[4] == '1' or n >= tonumber(ARGV[3]) then
-  bury(m, ARGV[5], ARGV[6])
+  bury(m, ARGV[5], ARGV[6], nil)
   return 0
 end
 redis.call('HSET', reasons, m, ARGV[5])
 redis.call('ZADD', sched, 'NX', now + tonumber(ARGV[2]), m)
+moved(m, ARGV[6], redis.call('ZSCORE', sched, m))
 return n
 `)
 
