@@ -1,10 +1,12 @@
 package queue
 
 import (
+	"errors"
+	"math"
 	"strconv"
 	"strings"
-
-	"github.com/redis/go-redis/v9"
+	"testing"
+	"time"
 )
 
 // Test helpers that read the id index of envelope topics in both layouts
@@ -18,6 +20,14 @@ func idBucket(k SlotKeys, id string) string {
 		h = (h*31 + int(id[i])) % 1000003
 	}
 	return k.Index + ":" + strconv.Itoa(h%idBuckets)
+}
+
+// indexValue mirrors enc in idsLua: what the index holds for a score.
+func indexValue(score float64) string {
+	if score >= 0 && score < 1<<53 && score == math.Floor(score) {
+		return strconv.FormatInt(int64(score)%(1<<31), 10)
+	}
+	return strconv.FormatFloat(score, 'f', -1, 64)
 }
 
 // canonicalPrefix mirrors needle in idsLua: the bytes a canonical member of
@@ -66,9 +76,18 @@ func (f *fixture) named(slot int) map[string]string {
 		}
 		out[id] = "stale index entry at " + s
 		p := canonicalPrefix(id)
-		at, _ := f.rdb.ZRangeByScore(f.ctx, k.Scheduled, &redis.ZRangeBy{Min: s, Max: s}).Result()
+		if p == "" {
+			continue
+		}
+		sched, _ := f.rdb.ZRangeWithScores(f.ctx, k.Scheduled, 0, -1).Result()
+		var at []string
+		for _, z := range sched {
+			if m := z.Member.(string); strings.HasPrefix(m, p) && indexValue(z.Score) == s {
+				at = append(at, m)
+			}
+		}
 		for _, m := range append(at, inflight...) {
-			if p != "" && strings.HasPrefix(m, p) {
+			if strings.HasPrefix(m, p) {
 				out[id] = m
 				break
 			}
@@ -82,4 +101,92 @@ func (f *fixture) idNames(slot int, id string) (string, bool) {
 	f.t.Helper()
 	m, ok := f.named(slot)[id]
 	return m, ok
+}
+
+func TestEnvelopeIsStoredOnceAndFoundAmongManyOfTheSameScore(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, FormatEnvelope, 1)
+	k := f.tp.Keys(0)
+	at := time.UnixMilli(int64(f.redisNow()) + 3_600_000)
+	// Ids that are prefixes of one another, all due at one instant.
+	var items []Item
+	for i := range 700 {
+		items = append(items, Item{Message: Message{ID: "a" + strconv.Itoa(i), Body: []byte("x")}, When: At(at)})
+	}
+	if _, err := f.q.ScheduleBatch(f.ctx, f.tp, items); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := f.rdb.HLen(f.ctx, k.IDs).Result(); n != 0 {
+		t.Errorf(":ids holds %d members: canonical envelopes must be stored once", n)
+	}
+	if n := len(f.indexEntries(0)); n != 700 {
+		t.Errorf("the index holds %d ids, want 700", n)
+	}
+	for _, id := range []string{"a0", "a1", "a10", "a100", "a699", "a7"} {
+		info, err := f.q.Get(f.ctx, f.tp, id)
+		if err != nil || info.Message.ID != id {
+			t.Errorf("Get(%s) = %+v, %v", id, info.Message, err)
+		}
+	}
+	if ok, err := f.q.CancelID(f.ctx, f.tp, "a10"); !ok || err != nil {
+		t.Errorf("CancelID(a10) = %v, %v", ok, err)
+	}
+	if _, err := f.q.Get(f.ctx, f.tp, "a10"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get(a10) after cancel = %v", err)
+	}
+	if _, err := f.q.Get(f.ctx, f.tp, "a1"); err != nil {
+		t.Errorf("Get(a1) after cancelling a10: %v", err)
+	}
+	if _, err := f.q.Get(f.ctx, f.tp, "a"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get(a), a prefix of every id = %v, want ErrNotFound", err)
+	}
+	to := at.Add(time.Minute)
+	if _, err := f.q.Reschedule(f.ctx, f.tp, ByID("a100"), At(to)); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := f.q.Get(f.ctx, f.tp, "a100"); !info.Due.Equal(to) {
+		t.Errorf("a100 due %v after Reschedule, want %v", info.Due, to)
+	}
+	if got, want := f.indexEntries(0)["a100"], indexValue(float64(to.UnixMilli())); got != want {
+		t.Errorf("index holds %s for a100, want %s", got, want)
+	}
+	f.checkIndex()
+}
+
+func TestIndexTellsApartScoresThatShareTheirRemainder(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, FormatEnvelope, 1)
+	base := math.Floor(f.redisNow()) + 3_600_000
+	// The index keeps a whole score modulo 2^31 ms: these share it.
+	dues := map[string]float64{}
+	for id, due := range map[string]float64{"soon": base, "next month": base + 1<<31, "in a year": base + 15<<31, "fraction": base + 0.25} {
+		r, err := f.q.Schedule(f.ctx, f.tp, Message{ID: id, Body: []byte(id)}, At(MillisTime(due)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dues[id] = r.Score
+	}
+	// Other messages at each of those scores, sorting before and after.
+	for i, due := range []float64{base, base + 1<<31, base + 15<<31} {
+		for _, id := range []string{"a" + strconv.Itoa(i), "z" + strconv.Itoa(i)} {
+			if _, err := f.q.Schedule(f.ctx, f.tp, Message{ID: id}, At(MillisTime(due))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for id, due := range dues {
+		info, err := f.q.Get(f.ctx, f.tp, id)
+		if err != nil || string(info.Message.Body) != id || math.Abs(Millis(info.Due)-due) > 0.001 {
+			t.Errorf("Get(%s) = %s due %v, %v; want due %v", id, info.Message.Body, Millis(info.Due), err, due)
+		}
+	}
+	if ok, err := f.q.CancelID(f.ctx, f.tp, "next month"); !ok || err != nil {
+		t.Errorf("CancelID = %v, %v", ok, err)
+	}
+	for _, id := range []string{"soon", "in a year"} {
+		if _, err := f.q.Get(f.ctx, f.tp, id); err != nil {
+			t.Errorf("Get(%s) after cancelling another of its remainder: %v", id, err)
+		}
+	}
+	f.checkIndex()
 }

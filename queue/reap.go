@@ -78,7 +78,7 @@ if ARGV[3] == 'idx' then
     for i = 1, #fields, 2 do
       local id, v = fields[i], fields[i + 1]
       local n = needle(id)
-      if not n or not seek(v, n) then
+      if not n or not seekv(v, n) then
         if not flyers then
           flyers = {}
           for _, m in ipairs(redis.call('ZRANGE', inflight, 0, -1)) do

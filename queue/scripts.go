@@ -46,13 +46,16 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // It has two layouts, both read by every script (see docs/migration.md):
 //
 //   - the index (KEYS[9], "<base>:idx"): idBuckets small HASHes
-//     "<base>:idx:<n>", id -> the member's score in the scheduled set. It
-//     holds the members whose bytes start with needle(id), the canonical
-//     encoding EncodeEnvelope writes: the member is found again in its
-//     score's members by a binary search on that prefix (members of one
-//     score sort bytewise), or, while it is in flight, in the in-flight set.
-//     The member is stored once; each entry is a few dozen bytes of a
-//     listpack.
+//     "<base>:idx:<n>", id -> enc(the member's score in the scheduled set):
+//     a whole score modulo 2^31 ms (about 25 days), which a listpack holds
+//     in 5 bytes where the score itself takes 9; a fractional one as it is.
+//     It holds the members whose bytes start with needle(id), the canonical
+//     encoding EncodeEnvelope writes: the member is found again among the
+//     members of each score the entry can stand for (scores: one per 25
+//     days that the scheduled set spans) by a binary search on that prefix
+//     (members of one score sort bytewise), or, while it is in flight, in
+//     the in-flight set. The member is stored once; each entry is a few
+//     dozen bytes of a listpack.
 //   - the ids HASH (KEYS[7], ":ids"): id -> member, what every version
 //     before 1.5 wrote for every envelope, and what this one still writes for
 //     an envelope that is not canonical (an id JSON must escape, fields in
@@ -101,6 +104,27 @@ local function before(a, b)
   end
   return #a < #b
 end
+local wrap = 2147483648
+local function enc(s)
+  local n = tonumber(s)
+  if n and n >= 0 and n < 9007199254740992 and n == math.floor(n) then
+    return string.format('%.0f', n % wrap)
+  end
+  return s
+end
+local function scores(v)
+  local n = tonumber(v)
+  if not n or n < 0 or n >= wrap or n ~= math.floor(n) then return {v} end
+  local lo = redis.call('ZRANGEBYSCORE', sched, '(-inf', '(inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if not lo[2] then return {} end
+  local hi = tonumber(redis.call('ZREVRANGEBYSCORE', sched, '(inf', '(-inf', 'WITHSCORES', 'LIMIT', 0, 1)[2])
+  local out, c = {}, n + math.max(math.ceil((tonumber(lo[2]) - n) / wrap), 0) * wrap
+  while c <= hi do
+    out[#out + 1] = string.format('%.0f', c)
+    c = c + wrap
+  end
+  return out
+end
 local function seek(s, n)
   local lo = redis.call('ZCOUNT', sched, '-inf', '(' .. s)
   local hi = lo + redis.call('ZCOUNT', sched, s, s)
@@ -110,6 +134,13 @@ local function seek(s, n)
   end
   local z = redis.call('ZRANGE', sched, lo, lo, 'WITHSCORES')
   if z[1] and string.sub(z[1], 1, #n) == n and tonumber(z[2]) == tonumber(s) then return z[1] end
+  return nil
+end
+local function seekv(v, n)
+  for _, s in ipairs(scores(v)) do
+    local m = seek(s, n)
+    if m then return m end
+  end
   return nil
 end
 local function flying(n)
@@ -129,7 +160,7 @@ local function lookup(id)
   if n then
     local s = redis.call('HGET', bucket(id), id)
     if s then
-      local c = seek(s, n) or flying(n)
+      local c = seekv(s, n) or flying(n)
       if c and c ~= out[1] then out[#out + 1] = c end
     end
   end
@@ -137,7 +168,7 @@ local function lookup(id)
 end
 local function index(m, id, s)
   if canon(m, id) then
-    redis.call('HSET', bucket(id), id, s)
+    redis.call('HSET', bucket(id), id, enc(s))
     redis.call('HDEL', ids, id)
   else
     redis.call('HSET', ids, id, m)
@@ -146,7 +177,7 @@ local function index(m, id, s)
 end
 local function moved(m, id, s)
   if id and id ~= '' and s and canon(m, id) and redis.call('HGET', ids, id) ~= m then
-    redis.call('HSET', bucket(id), id, s)
+    redis.call('HSET', bucket(id), id, enc(s))
   end
 end
 local function unmap(id, m, s)
@@ -156,7 +187,7 @@ local function unmap(id, m, s)
   if s and n and string.sub(m, 1, #n) == n then
     local key = bucket(id)
     local v = redis.call('HGET', key, id)
-    if v and tonumber(v) == tonumber(s) and not seek(v, n) then redis.call('HDEL', key, id) end
+    if v and v == enc(s) and not seekv(v, n) then redis.call('HDEL', key, id) end
   end
 end
 local function unmap_held(id, m)
