@@ -13,13 +13,9 @@ import (
 // (see idsLua): the ids HASH (id -> member) and the index's buckets (id ->
 // score of a canonical member).
 
-// idBucket mirrors bucket in idsLua: the index HASH that holds id.
-func idBucket(k SlotKeys, id string) string {
-	h := 0
-	for i := 0; i < len(id); i++ {
-		h = (h*31 + int(id[i])) % 1000003
-	}
-	return k.Index + ":" + strconv.Itoa(h%idBuckets)
+// bucketKey is the index HASH that holds id (bucket in idsLua).
+func bucketKey(k SlotKeys, id string) string {
+	return k.Index + ":" + strconv.Itoa(idBucket(id))
 }
 
 // indexValue mirrors enc in idsLua: what the index holds for a score.
@@ -51,8 +47,8 @@ func (f *fixture) indexEntries(slot int) map[string]string {
 			f.t.Fatalf("HGETALL %s: %v", key, err)
 		}
 		for id, s := range h {
-			if idBucket(k, id) != key {
-				f.t.Errorf("id %q is in bucket %s, want %s", id, key, idBucket(k, id))
+			if bucketKey(k, id) != key {
+				f.t.Errorf("id %q is in bucket %s, want %s", id, key, bucketKey(k, id))
 			}
 			out[id] = s
 		}
@@ -159,7 +155,7 @@ func TestIndexTellsApartScoresThatShareTheirRemainder(t *testing.T) {
 	base := math.Floor(f.redisNow()) + 3_600_000
 	// The index keeps a whole score modulo 2^31 ms: these share it.
 	dues := map[string]float64{}
-	for id, due := range map[string]float64{"soon": base, "next month": base + 1<<31, "in a year": base + 15<<31, "fraction": base + 0.25} {
+	for id, due := range map[string]float64{"ördér ✓": base, "soon": base, "next month": base + 1<<31, "in a year": base + 15<<31, "fraction": base + 0.25} {
 		r, err := f.q.Schedule(f.ctx, f.tp, Message{ID: id, Body: []byte(id)}, At(MillisTime(due)))
 		if err != nil {
 			t.Fatal(err)

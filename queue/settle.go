@@ -18,32 +18,36 @@ const ackChunk = 256
 // ackScript forgets members the broker confirmed.
 //
 // KEYS -> slotKeys
-// ARGV -> member1, id1, member2, id2, … (id "" for raw members)
+// ARGV -> member1, id1, bucket1, member2, id2, bucket2, … (id "" for raw
+// members; bucket: the index bucket of a canonical envelope's id, else "")
 //
 // Returns how many were still in flight. A member no longer in flight (its
 // lease expired and it was reaped, or the producer replaced it) is left
 // alone. Only a member that failed before has attempts and a last error
-// (reasons) to forget: both go, unless the same bytes are also dead. An acked envelope leaves the ids index unless its member was
-// scheduled again meanwhile. Members are looked up and forgotten in chunks of
+// (reasons) to forget: both go, unless the same bytes are also dead. An
+// acked envelope leaves the id index (see unmap_held: one HDEL per bucket,
+// and the ids HASH only when it exists) unless its member was scheduled
+// again meanwhile. Members are looked up and forgotten in chunks of
 // ackChunk.
 var ackScript = slotScript(idsLua, fmt.Sprintf("local chunk = %d\n", ackChunk), `
 local n = 0
 local failed = redis.call('HLEN', attempts) > 0
 local seen = {}
-for c = 1, #ARGV, 2 * chunk do
-  local ms, mids = {}, {}
-  for i = c, math.min(c + 2 * chunk - 2, #ARGV - 1), 2 do
+local legacy = redis.call('EXISTS', ids) == 1
+for c = 1, #ARGV, 3 * chunk do
+  local ms, mids, mbs = {}, {}, {}
+  for i = c, math.min(c + 3 * chunk - 3, #ARGV - 2), 3 do
     if not seen[ARGV[i]] then
       seen[ARGV[i]] = true
-      ms[#ms + 1], mids[#mids + 1] = ARGV[i], ARGV[i + 1]
+      ms[#ms + 1], mids[#mids + 1], mbs[#mbs + 1] = ARGV[i], ARGV[i + 1], ARGV[i + 2]
     end
   end
   if #ms > 0 then
     local scores = redis.call('ZMSCORE', inflight, unpack(ms))
-    local held, heldIDs = {}, {}
+    local held, heldIDs, heldBuckets = {}, {}, {}
     for j = 1, #ms do
       if scores[j] then
-        held[#held + 1], heldIDs[#heldIDs + 1] = ms[j], mids[j]
+        held[#held + 1], heldIDs[#heldIDs + 1], heldBuckets[#heldBuckets + 1] = ms[j], mids[j], mbs[j]
       end
     end
     if #held > 0 then
@@ -57,9 +61,23 @@ for c = 1, #ARGV, 2 * chunk do
         end
         if #drop > 0 then redis.call('HDEL', reasons, unpack(drop)) end
       end
+      local again = redis.call('ZMSCORE', sched, unpack(held))
+      local keys, drop = {}, {}
       for j = 1, #held do
-        unmap_held(heldIDs[j], held[j])
+        local m, id, b = held[j], heldIDs[j], heldBuckets[j]
+        if id == '' then
+        elseif again[j] then
+          moved(m, id, again[j])
+        else
+          if legacy and redis.call('HGET', ids, id) == m then redis.call('HDEL', ids, id) end
+          if b ~= '' then
+            local key = idx .. ':' .. b
+            if not drop[key] then keys[#keys + 1], drop[key] = key, {} end
+            table.insert(drop[key], id)
+          end
+        end
       end
+      for _, key in ipairs(keys) do redis.call('HDEL', key, unpack(drop[key])) end
       n = n + #held
     end
   end
@@ -74,9 +92,10 @@ func (q *Queue) Ack(ctx context.Context, t Topic, slot int, members []string) (i
 		return 0, nil
 	}
 	k := t.Keys(slot)
-	args := make([]any, 0, 2*len(members))
+	args := make([]any, 0, 3*len(members))
 	for _, m := range members {
-		args = append(args, m, t.unmapID(m))
+		id, bucket := t.indexRef(m)
+		args = append(args, m, id, bucket)
 	}
 	n, err := ackScript.Run(ctx, q.rdb, slotKeys(k), args...).Int()
 	if err != nil {
