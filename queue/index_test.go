@@ -186,3 +186,24 @@ func TestIndexTellsApartScoresThatShareTheirRemainder(t *testing.T) {
 	}
 	f.checkIndex()
 }
+
+func TestCancelOfAFractionalScoreDropsItsIndexEntry(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, FormatEnvelope, 1)
+	// 0.1 ms: Go writes the score as 1…0.1, Redis's ZSCORE reads it back with
+	// 17 digits; the entry must still be recognised as the member's.
+	// (The Go API writes whole milliseconds: the script is called directly.)
+	due := strconv.FormatFloat(math.Floor(f.redisNow())+3_600_000, 'f', -1, 64) + ".1"
+	if err := scheduleScript.Run(f.ctx, f.rdb, slotKeys(f.tp.Keys(0)), `{"id":"f","body":"x"}`, "f", "at", due, "", "").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.indexEntries(0)["f"]; got != due {
+		t.Fatalf("index holds %q for a score of %s", got, due)
+	}
+	if ok, err := f.q.CancelID(f.ctx, f.tp, "f"); !ok || err != nil {
+		t.Fatalf("CancelID = %v, %v", ok, err)
+	}
+	if left := f.indexEntries(0); len(left) != 0 {
+		t.Errorf("index entries left after the cancel: %v", left)
+	}
+}

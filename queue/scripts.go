@@ -187,7 +187,9 @@ local function unmap(id, m, s)
   if s and n and string.sub(m, 1, #n) == n then
     local key = bucket(id)
     local v = redis.call('HGET', key, id)
-    if v and v == enc(s) and not seekv(v, n) then redis.call('HDEL', key, id) end
+    if v and (v == enc(s) or tonumber(v) == tonumber(s)) and not seekv(v, n) then
+      redis.call('HDEL', key, id)
+    end
   end
 end
 local function unmap_held(id, m)
