@@ -138,6 +138,9 @@ func TestSIGKILLWhileConsumingTheIntakeSchedulesEveryIDOnce(t *testing.T) {
 		if k := b.topic.Keys(slot).IDs; b.rdb.Exists(context.Background(), k).Val() != 0 {
 			t.Errorf("%s still exists after everything settled", k)
 		}
+		if ks := b.rdb.Keys(context.Background(), b.topic.Keys(slot).Index+":*").Val(); len(ks) != 0 {
+			t.Errorf("id index buckets %v still exist after everything settled", ks)
+		}
 	}
 	if left := in.depth(t); left != 0 {
 		t.Errorf("%d messages left in the intake queue %s", left, in.name)

@@ -191,6 +191,9 @@ func TestSIGKILLWhileConsumingAKafkaIntakeSchedulesEveryIDOnce(t *testing.T) {
 		if k := b.topic.Keys(slot).IDs; b.rdb.Exists(context.Background(), k).Val() != 0 {
 			t.Errorf("%s still exists after everything settled", k)
 		}
+		if ks := b.rdb.Keys(context.Background(), b.topic.Keys(slot).Index+":*").Val(); len(ks) != 0 {
+			t.Errorf("id index buckets %v still exist after everything settled", ks)
+		}
 	}
 	committed, end := in.offsets(t, intakeGroup)
 	for p := range int32(partitions) {
@@ -293,15 +296,20 @@ type deadMember struct {
 }
 
 // scheduledNumbers is the numbers of the messages b's topic holds in Redis
-// (scheduled or in flight: the slots' id maps hold their members) or that
+// (scheduled or in flight) or that
 // arrived at the destination, by body, whatever their ids.
 func scheduledNumbers(t *testing.T, b *bridge) map[int]bool {
 	t.Helper()
 	out := map[int]bool{}
 	for slot := range b.topic.SlotCount() {
-		members, err := b.rdb.HVals(context.Background(), b.topic.Keys(slot).IDs).Result()
-		if err != nil {
-			t.Fatalf("ids of slot %d: %v", slot, err)
+		k := b.topic.Keys(slot)
+		var members []string
+		for _, key := range []string{k.Scheduled, k.Inflight} {
+			ms, err := b.rdb.ZRange(context.Background(), key, 0, -1).Result()
+			if err != nil {
+				t.Fatalf("members of %s: %v", key, err)
+			}
+			members = append(members, ms...)
 		}
 		for _, m := range members {
 			if msg, err := b.topic.Decode(m); err == nil && e2etest.Number(msg.Body) >= 0 {

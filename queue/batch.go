@@ -37,7 +37,7 @@ const slotBatchMax = 256
 //
 // Returns one {score, replaced} per member, or {bad score, -1} for a member
 // refused.
-var scheduleBatchScript = slotScript(nowLua, scoreLua, forgetLua, putLua, `
+var scheduleBatchScript = slotScript(nowLua, scoreLua, idsLua, forgetLua, putLua, `
 local out, first, firstn = {}, nil, nil
 for i = 3, #ARGV, 4 do
   local score, bad = score_of(ARGV[i + 2], ARGV[i + 3])

@@ -16,18 +16,20 @@ import (
 var cancelScript = slotScript(idsLua, forgetLua, `
 local m, id = ARGV[1], ARGV[2]
 if m == '' then
-  m = redis.call('HGET', ids, id)
+  m = lookup(id)[1]
   if not m then return {0, ''} end
 end
-if redis.call('ZREM', sched, m) == 1 then
+local s = redis.call('ZSCORE', sched, m)
+if s then
+  redis.call('ZREM', sched, m)
   if not redis.call('ZSCORE', inflight, m) then
     forget(m)
   end
-  unmap(id, m)
+  unmap(id, m, s)
   return {1, m}
 end
 if redis.call('ZSCORE', inflight, m) then return {2, m} end
-unmap(id, m)
+unmap(id, m, nil)
 return {0, m}
 `)
 

@@ -105,7 +105,7 @@ if n > 0 then
   for i = 1, #items, 2 do
     local m, s = items[i], items[i + 1]
     if s == '-inf' then
-      bury(m, 'due time -inf can never be honoured', envelopes and idof(m) or '')
+      bury(m, 'due time -inf can never be honoured', envelopes and idof(m) or '', s)
       buried = buried + 1
     else
       ms[#ms + 1], ss[#ss + 1] = m, s

@@ -31,9 +31,11 @@
 //   - Ack, Retry and Release change nothing for a member that is no longer in
 //     flight (another replica already handled it, or a producer replaced it).
 //   - Reap returns expired leases to the scheduled set exactly once.
-//   - On envelope topics the per-slot :ids HASH names a member exactly while
-//     it is scheduled or in flight: every script keeps it so, and the reap
-//     sweep drops what a producer that bypassed the scripts left behind.
+//   - On envelope topics the per-slot id index (the :idx:<n> HASHes, and the
+//     :ids HASH of the previous layout) names a member exactly while it is
+//     scheduled or in flight: every script keeps it so, and the reap sweep
+//     drops what a producer that bypassed the scripts, or a daemon of the
+//     previous version, left behind.
 //
 // And to producers:
 //   - A due time that cannot be honoured (before 1970, or a millisecond a

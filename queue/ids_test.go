@@ -21,10 +21,7 @@ func (f *fixture) checkIndex() {
 	f.t.Helper()
 	for slot := range f.tp.SlotCount() {
 		k := f.tp.Keys(slot)
-		ids, err := f.rdb.HGetAll(f.ctx, k.IDs).Result()
-		if err != nil {
-			f.t.Fatalf("HGETALL %s: %v", k.IDs, err)
-		}
+		ids := f.named(slot)
 		live := map[string]bool{}
 		for _, key := range []string{k.Scheduled, k.Inflight} {
 			ms, err := f.rdb.ZRange(f.ctx, key, 0, -1).Result()
@@ -202,6 +199,7 @@ func (f *fixture) dump(slot int) map[string]any {
 		h, _ := f.rdb.HGetAll(f.ctx, key).Result()
 		out[key] = h
 	}
+	out[k.Index] = f.indexEntries(slot)
 	return out
 }
 
@@ -233,7 +231,7 @@ func TestCancelByMemberOfEnvelopeDropsItsID(t *testing.T) {
 	if ok, err := f.q.Cancel(f.ctx, f.tp, []byte(r.Member)); !ok || err != nil {
 		t.Fatalf("Cancel = %v, %v", ok, err)
 	}
-	if _, ok := f.hget(f.tp.Keys(r.Slot).IDs, "a"); ok {
+	if _, ok := f.idNames(r.Slot, "a"); ok {
 		t.Error("the id survived the cancel")
 	}
 }
@@ -241,7 +239,6 @@ func TestCancelByMemberOfEnvelopeDropsItsID(t *testing.T) {
 func TestIDsIndexAfterReleaseAckRetryDeadAndReap(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatEnvelope, 1)
-	k := f.tp.Keys(0)
 	released, _ := f.scheduleAgo("released", "0", 5*time.Second)
 	acked, _ := f.scheduleAgo("acked", "1", 4*time.Second)
 	retried, _ := f.scheduleAgo("retried", "2", 3*time.Second)
@@ -269,7 +266,7 @@ func TestIDsIndexAfterReleaseAckRetryDeadAndReap(t *testing.T) {
 	})
 	f.checkIndex()
 	want := map[string]string{"released": released, "retried": retried, "reaped": reaped}
-	got, _ := f.rdb.HGetAll(f.ctx, k.IDs).Result()
+	got := f.named(0)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ids (-want +got):\n%s", diff)
 	}
@@ -285,7 +282,7 @@ func TestAckKeepsTheIDOfAMemberScheduledAgainMeanwhile(t *testing.T) {
 	if n, _ := f.q.Ack(f.ctx, f.tp, 0, []string{m}); n != 1 {
 		t.Fatalf("Ack = %d", n)
 	}
-	if got, _ := f.hget(f.tp.Keys(0).IDs, "a"); got != m {
+	if got, _ := f.idNames(0, "a"); got != m {
 		t.Errorf("ack dropped the id of a still scheduled member")
 	}
 	f.checkIndex()
@@ -344,8 +341,7 @@ func TestInfiniteScoresOfEnvelopesLeaveTheIndex(t *testing.T) {
 	if n := f.zcard(k.Dead); n != 2 {
 		t.Fatalf("dead holds %d, want 2", n)
 	}
-	if n, _ := f.rdb.HLen(f.ctx, k.IDs).Result(); n != 0 {
-		ids, _ := f.rdb.HGetAll(f.ctx, k.IDs).Result()
+	if ids := f.named(0); len(ids) != 0 {
 		t.Errorf("ids still hold %v", ids)
 	}
 }
@@ -373,7 +369,7 @@ func TestReapSweepDropsIDsWhoseMemberIsGone(t *testing.T) {
 	if swept != 1 || cursor != "0" {
 		t.Errorf("swept %d (cursor %q after %d calls), want 1 and a finished sweep", swept, cursor, calls)
 	}
-	if _, ok := f.hget(k.IDs, "gone"); ok {
+	if _, ok := f.idNames(0, "gone"); ok {
 		t.Error("the stale id survived the sweep")
 	}
 	f.checkIndex()
@@ -385,7 +381,7 @@ func TestRequeueOfEnvelopeIndexesItAgain(t *testing.T) {
 	m, slot := f.scheduleNow("a", "x")
 	f.claim(slot, 1, time.Minute)
 	f.q.Retry(f.ctx, f.tp, slot, Failure{Member: m, Permanent: true, Reason: "no route"}, 5)
-	if _, ok := f.hget(f.tp.Keys(slot).IDs, "a"); ok {
+	if _, ok := f.idNames(slot, "a"); ok {
 		t.Fatal("a dead message kept its id")
 	}
 	r, err := f.q.Requeue(f.ctx, f.tp, ByID("a"))

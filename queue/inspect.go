@@ -15,10 +15,10 @@ import (
 // Returns {} when the id names nothing, else {member, score or "", lease
 // deadline or "", time of death or "", original due or "", attempts (a dead
 // member's when it is neither scheduled nor in flight), last error or ""}.
-var inspectScript = slotScript(`
+var inspectScript = slotScript(idsLua, `
 local m = ARGV[1]
 if m == '' then
-  m = redis.call('HGET', ids, ARGV[2])
+  m = lookup(ARGV[2])[1]
   if not m then return {} end
 end
 local function z(key) return redis.call('ZSCORE', key, m) or '' end

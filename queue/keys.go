@@ -54,7 +54,16 @@ type SlotKeys struct {
 	DeadAttempts string
 	IDs          string // HASH id → member (envelope topics)
 	Paused       string // HASH since → ms, reason → text, while the topic is paused (see Pause)
+	// Index is the prefix of the id index of envelope topics: idBuckets
+	// HASHes "<Index>:<n>", id → score (see idsLua in scripts.go).
+	Index string
 }
+
+// idBuckets is how many HASHes the id index of one slot spreads over: each
+// stays a listpack (hash-max-listpack-entries, 512 by default) up to about
+// 130,000 ids per slot, and past that costs about 50 bytes more per message.
+// The scripts hold the same number (bucket in idsLua).
+const idBuckets = 256
 
 // Validate reports whether the topic can be used.
 func (t Topic) Validate() error {
@@ -122,6 +131,7 @@ func (t Topic) Keys(slot int) SlotKeys {
 		DeadAttempts: base + ":dead:attempts",
 		IDs:          base + ":ids",
 		Paused:       base + ":paused",
+		Index:        base + ":idx",
 	}
 }
 

@@ -92,8 +92,8 @@ type Info struct {
 //
 // Returns {} when the id names nothing live, else {member, score or "", lease
 // deadline or "", original due or "", attempts}.
-var getScript = slotScript(`
-local m = redis.call('HGET', ids, ARGV[1])
+var getScript = slotScript(idsLua, `
+local m = lookup(ARGV[1])[1]
 if not m then return {} end
 local score = redis.call('ZSCORE', sched, m)
 local lease = redis.call('ZSCORE', inflight, m)

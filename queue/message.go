@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -93,6 +94,32 @@ func (t Topic) unmapID(member string) string {
 		}
 	}
 	return t.memberID(member)
+}
+
+// indexRef is the id Ack passes for member (as unmapID) and, when member is
+// canonical (it starts with {"id":"<id>" and the id holds no '"' or '\'),
+// the index bucket of that id, else "": exactly the members idsLua's canon
+// accepts, so the script need not hash the id again.
+func (t Topic) indexRef(member string) (id, bucket string) {
+	if !t.envelope() {
+		return "", ""
+	}
+	const head = `{"id":"`
+	if rest, ok := strings.CutPrefix(member, head); ok {
+		if i := strings.IndexAny(rest, `"\`); i > 0 && rest[i] == '"' {
+			return rest[:i], strconv.Itoa(idBucket(rest[:i]))
+		}
+	}
+	return t.memberID(member), ""
+}
+
+// idBucket is the index bucket of id, as bucket in idsLua computes it.
+func idBucket(id string) int {
+	h := 0
+	for i := 0; i < len(id); i++ {
+		h = (h*31 + int(id[i])) % 1000003
+	}
+	return h % idBuckets
 }
 
 // Locate returns the slot and id of a member of t: for raw members the slot

@@ -86,7 +86,7 @@ func TestBuryDeadLettersWithReasonAndLeavesTheScheduledCopy(t *testing.T) {
 	if n, _ := f.rdb.ZCard(f.ctx, f.tp.Keys(good.Slot).Scheduled).Result(); n != 1 {
 		t.Errorf("scheduled = %d, want the good copy kept", n)
 	}
-	if m, _ := f.rdb.HGet(f.ctx, f.tp.Keys(good.Slot).IDs, "m1").Result(); m != good.Member {
+	if m, _ := f.idNames(good.Slot, "m1"); m != good.Member {
 		t.Errorf("ids[m1] = %q, want the scheduled member", m)
 	}
 }

@@ -23,15 +23,20 @@ type ReapResult struct {
 }
 
 // idsCursor marks a sweep cursor that is in its second phase, over the :ids
-// HASH of an envelope topic.
-const idsCursor = "ids:"
+// HASH of an envelope topic; idxCursor one in its third, over the buckets of
+// the index ("idx:<bucket>:<HSCAN cursor>").
+const (
+	idsCursor = "ids:"
+	idxCursor = "idx:"
+)
 
 // reapScript returns expired leases and sweeps stale records.
 //
 // KEYS    -> slotKeys
 // ARGV[1] -> most members to reap (and HSCAN COUNT of the sweep)
 // ARGV[2] -> HSCAN cursor ("0" starts a sweep)
-// ARGV[3] -> what the sweep scans: "due" (the due HASH) or "ids" (the ids HASH)
+// ARGV[3] -> what the sweep scans: "due" (the due HASH), "ids" (the ids HASH)
+// or "idx" (the index's buckets; the cursor is "<bucket>:<HSCAN cursor>")
 // ARGV[4] -> "1" when the topic's members are envelopes
 //
 // Members whose lease passed go back to scheduled at their original due time
@@ -39,8 +44,12 @@ const idsCursor = "ids:"
 // rescheduled them meanwhile; an envelope keeps its id. The "due" sweep drops
 // :due/:attempts records (and the last error, unless dead) of members that are in neither set (cancelled while
 // waiting to retry); the "ids" sweep drops ids whose member is in neither set
-// (acked, dead-lettered or cancelled by a producer that skipped the index). A
-// score of +inf can never fall due: such members go to the dead set.
+// (acked, dead-lettered or cancelled by a producer that skipped the index);
+// the "idx" sweep drops index entries whose id names no member at its score
+// nor in flight (acked by a daemon of the previous version, which knows only
+// the ids HASH), bucket after bucket until it has looked at about limit
+// entries. A returned member's index entry follows it to its score. A score
+// of +inf can never fall due: such members go to the dead set.
 //
 // Returns {reaped, next cursor, swept, dead, now, earliest lease deadline left
 // in flight or ""}.
@@ -52,10 +61,49 @@ for _, m in ipairs(expired) do
   redis.call('ZREM', inflight, m)
   local due = redis.call('HGET', dues, m) or nowstr
   redis.call('ZADD', sched, 'NX', due, m)
+  if ARGV[4] == '1' then moved(m, fastid(m), redis.call('ZSCORE', sched, m)) end
 end
 local swept = 0
 local scan
-if ARGV[3] == 'ids' then
+if ARGV[3] == 'idx' then
+  scan = {'0'}
+  local b, c = string.match(ARGV[2], '^(%d+):(%d+)$')
+  b, c = tonumber(b) or 0, c or '0'
+  local flyers = nil
+  local seen = 0
+  while b < 256 do
+    local key = idx .. ':' .. b
+    local s = redis.call('HSCAN', key, c, 'COUNT', limit)
+    local fields = s[2]
+    for i = 1, #fields, 2 do
+      local id, v = fields[i], fields[i + 1]
+      local n = needle(id)
+      if not n or not seekv(v, n) then
+        if not flyers then
+          flyers = {}
+          for _, m in ipairs(redis.call('ZRANGE', inflight, 0, -1)) do
+            local f = fastid(m)
+            if f then flyers[f] = true end
+          end
+        end
+        if not flyers[id] then
+          redis.call('HDEL', key, id)
+          swept = swept + 1
+        end
+      end
+    end
+    seen = seen + #fields / 2
+    if s[1] ~= '0' then
+      scan = {b .. ':' .. s[1]}
+      break
+    end
+    b, c = b + 1, '0'
+    if seen >= limit and b < 256 then
+      scan = {b .. ':0'}
+      break
+    end
+  end
+elseif ARGV[3] == 'ids' then
   scan = redis.call('HSCAN', ids, ARGV[2], 'COUNT', limit)
   local fields = scan[2]
   for i = 1, #fields, 2 do
@@ -80,7 +128,7 @@ local envelopes = ARGV[4] == '1'
 local inf = redis.call('ZRANGEBYSCORE', sched, '+inf', '+inf', 'LIMIT', 0, limit)
 for _, m in ipairs(inf) do
   redis.call('ZREM', sched, m)
-  bury(m, 'due time +inf can never be honoured', envelopes and idof(m) or '')
+  bury(m, 'due time +inf can never be honoured', envelopes and idof(m) or '', 'inf')
 end
 local head = redis.call('ZRANGE', inflight, 0, 0, 'WITHSCORES')
 return {#expired, scan[1], swept, #inf, nowstr, head[2] or ''}
@@ -88,7 +136,8 @@ return {#expired, scan[1], swept, #inf, nowstr, head[2] or ''}
 
 // Reap returns up to limit expired leases of one slot to the scheduled set and
 // advances the sweep of stale records from cursor ("0" to start). The sweep
-// walks the :due HASH and then, on envelope topics, the :ids HASH; the cursor
+// walks the :due HASH and then, on envelope topics, the :ids HASH and the
+// index's buckets; the cursor
 // it returns is opaque and "0" once both are done.
 func (q *Queue) Reap(ctx context.Context, t Topic, slot, limit int, cursor string) (ReapResult, error) {
 	k := t.Keys(slot)
@@ -98,6 +147,9 @@ func (q *Queue) Reap(ctx context.Context, t Topic, slot, limit int, cursor strin
 	}
 	if rest, ok := strings.CutPrefix(cursor, idsCursor); ok {
 		phase, cursor = "ids", rest
+	}
+	if rest, ok := strings.CutPrefix(cursor, idxCursor); ok {
+		phase, cursor = "idx", rest
 	}
 	res, err := reapScript.Run(ctx, q.rdb, slotKeys(k),
 		limit, cursor, phase, flag(t.envelope())).Slice()
@@ -120,6 +172,10 @@ func (q *Queue) Reap(ctx context.Context, t Topic, slot, limit int, cursor strin
 		r.Cursor = idsCursor + "0"
 	case phase == "ids" && r.Cursor != "0":
 		r.Cursor = idsCursor + r.Cursor
+	case phase == "ids":
+		r.Cursor = idxCursor + "0:0"
+	case phase == "idx" && r.Cursor != "0":
+		r.Cursor = idxCursor + r.Cursor
 	}
 	return r, nil
 }

@@ -91,15 +91,15 @@ func (q *Queue) requeueSlot(ctx context.Context, t Topic, slot int, r *RequeueRe
 // An envelope whose id already names another scheduled or in-flight member
 // (a newer version) stays dead and counts as skipped; otherwise its id names
 // it again. Returns {requeued, skipped}.
-var requeueScript = slotScript(nowLua, `
+var requeueScript = slotScript(nowLua, idsLua, `
 local nowstr = string.format('%.0f', now)
 local moved, skipped = 0, 0
 for i = 3, #ARGV, 2 do
   local m, id = ARGV[i], ARGV[i + 1]
   if redis.call('ZSCORE', dead, m) then
-    local cur = false
-    if id ~= '' then cur = redis.call('HGET', ids, id) end
-    if cur and cur ~= m and (redis.call('ZSCORE', sched, cur) or redis.call('ZSCORE', inflight, cur)) then
+    local cur = nil
+    if id ~= '' then cur = lookup(id)[1] end
+    if cur and cur ~= m then
       skipped = skipped + 1
     else
       redis.call('ZREM', dead, m)
@@ -108,7 +108,7 @@ for i = 3, #ARGV, 2 do
       redis.call('HDEL', dues, m)
       redis.call('HDEL', attempts, m)
       redis.call('ZADD', sched, 'NX', nowstr, m)
-      if id ~= '' then redis.call('HSET', ids, id, m) end
+      if id ~= '' then index(m, id, redis.call('ZSCORE', sched, m)) end
       moved = moved + 1
     end
   end

@@ -21,10 +21,10 @@ import (
 // waiting to retry keeps its attempts and last error but its new time
 // becomes its due time; it keeps a :due record (the new time), so the reap
 // sweep still finds its records if a producer later removes it.
-var rescheduleScript = slotScript(nowLua, scoreLua, `
+var rescheduleScript = slotScript(nowLua, scoreLua, idsLua, `
 local m, id = ARGV[1], ARGV[2]
 if m == '' then
-  m = redis.call('HGET', ids, id)
+  m = lookup(id)[1]
   if not m then return {0, '', ''} end
 end
 if redis.call('ZSCORE', sched, m) then
@@ -33,6 +33,7 @@ if redis.call('ZSCORE', sched, m) then
     return redis.error_reply('ERR due time ' .. bad .. ' ms cannot be honoured')
   end
   redis.call('ZADD', sched, 'XX', score, m)
+  moved(m, id, score)
   if redis.call('ZSCORE', inflight, m) then
   elseif redis.call('HGET', attempts, m) then
     redis.call('HSET', dues, m, score)

@@ -44,24 +44,23 @@ end
 // member is removed (replaced 1); a member in flight leaves the in-flight
 // set (replaced 2), so its delivery proceeds but is never retried, reaped or
 // released, and the new member is the only one the id names. Either way the
-// new member starts fresh: no attempts, due at its own score. Needs
-// forgetLua.
+// new member starts fresh: no attempts, due at its own score. The id's
+// entry moves to the index (see idsLua). Needs forgetLua and idsLua.
 const putLua = `
 local function put(m, id, score)
   local replaced = 0
   if id == '' then
     if redis.call('ZSCORE', sched, m) then replaced = 1 end
   else
-    local old = redis.call('HGET', ids, id)
-    if old then
-      if redis.call('ZREM', sched, old) == 1 then replaced = 1 end
+    for _, old in ipairs(lookup(id)) do
+      if redis.call('ZREM', sched, old) == 1 and replaced == 0 then replaced = 1 end
       if redis.call('ZREM', inflight, old) == 1 then replaced = 2 end
       forget(old)
     end
-    if old ~= m and redis.call('ZREM', sched, m) == 1 then
+    if redis.call('ZREM', sched, m) == 1 then
       forget(m)
     end
-    redis.call('HSET', ids, id, m)
+    index(m, id, score)
   end
   redis.call('ZADD', sched, score, m)
   return replaced
@@ -79,7 +78,7 @@ end
 // ARGV[6] -> wake payload before the score ("<topic>\n<slot>\n")
 //
 // Returns {score, replaced}.
-var scheduleScript = slotScript(nowLua, scoreLua, forgetLua, putLua, `
+var scheduleScript = slotScript(nowLua, scoreLua, idsLua, forgetLua, putLua, `
 local score, bad = score_of(ARGV[3], ARGV[4])
 if not score then
   return redis.error_reply('ERR due time ' .. bad .. ' ms cannot be honoured')

@@ -16,6 +16,7 @@ import "github.com/redis/go-redis/v9"
 // KEYS[7] -> ids HASH, envelope topics (ids)
 // KEYS[8] -> paused HASH, exists while the topic is paused (paused)
 // KEYS[9] -> dead attempts HASH: attempts of a dead member (deadatts)
+// KEYS[10] -> id index, envelope topics: the prefix of its buckets (idx)
 //
 // Every script reads "now" from Redis's TIME, in whole milliseconds rounded
 // down: a score s is due when s <= now, so an integer score is never claimed
@@ -27,13 +28,13 @@ import "github.com/redis/go-redis/v9"
 
 // slotKeys is the KEYS list of every slot script, in the order slotLua binds.
 func slotKeys(k SlotKeys) []string {
-	return []string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason, k.IDs, k.Paused, k.DeadAttempts}
+	return []string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason, k.IDs, k.Paused, k.DeadAttempts, k.Index}
 }
 
 // slotLua names the keys of slotKeys.
 const slotLua = `
 local sched, inflight, dues, attempts, dead, reasons, ids, paused = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local deadatts = KEYS[9]
+local deadatts, idx = KEYS[9], KEYS[10]
 `
 
 // nowLua sets the local "now" (ms, integer-valued float) from TIME.
@@ -42,37 +43,179 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `
 
-// idsLua defines the helpers that keep the :ids index (envelope id -> member)
+// idsLua defines the helpers that keep the id index of envelope topics
 // right: an id names its member while that member is scheduled or in flight.
+// It has two layouts, both read by every script (see docs/migration.md):
+//
+//   - the index (KEYS[9], "<base>:idx"): idBuckets small HASHes
+//     "<base>:idx:<n>", id -> enc(the member's score in the scheduled set):
+//     a whole score modulo 2^31 ms (about 25 days), which a listpack holds
+//     in 5 bytes where the score itself takes 9; a fractional one as it is.
+//     It holds the members whose bytes start with needle(id), the canonical
+//     encoding EncodeEnvelope writes: the member is found again among the
+//     members of each score the entry can stand for (scores: one per 25
+//     days that the scheduled set spans) by a binary search on that prefix
+//     (members of one score sort bytewise), or, while it is in flight, in
+//     the in-flight set. The member is stored once; each entry is a few
+//     dozen bytes of a listpack.
+//   - the ids HASH (KEYS[7], ":ids"): id -> member, what every version
+//     before 1.5 wrote for every envelope, and what this one still writes for
+//     an envelope that is not canonical (an id JSON must escape, fields in
+//     another order): it stores the member twice.
+//
+// A live member the ids HASH names wins over the index (an older producer
+// wrote it later); scheduling an id replaces what either names and moves it
+// to the index.
 //
 // idof(m) is the id of an envelope member, or "" when m is not one (cjson
-// under pcall, so a malformed member never fails the script). Go passes ids
-// it decoded itself on the hot paths (ack, retry); idof serves the members a
-// script finds on its own (-inf and +inf scores).
-// unmap(id, m) drops ids[id] only when it still names m and m is neither
-// scheduled nor in flight.
+// under pcall, so a malformed member never fails the script). fastid(m) is
+// the id of a canonical member, or nil. lookup(id) lists the live members id
+// names (at most one per layout). index(m, id, s) records m, just scheduled
+// at s, as what id names. moved(m, id, s) follows m to its new score s in the
+// scheduled set. unmap(id, m, s) drops what names m, which left both sets
+// for good, from the index only while the entry still holds s, its last
+// score. unmap_held(id, m) does the same for m that was in flight until now:
+// the id's entry is m's (scheduling the id again takes m out of flight); if
+// m is scheduled again (a plain ZADD meanwhile), the entry follows it.
 const idsLua = `
 local function idof(m)
   local ok, v = pcall(cjson.decode, m)
   if ok and type(v) == 'table' and type(v['id']) == 'string' then return v['id'] end
   return ''
 end
-local function unmap(id, m)
-  if id ~= '' and redis.call('HGET', ids, id) == m
-    and not redis.call('ZSCORE', sched, m) and not redis.call('ZSCORE', inflight, m) then
-    redis.call('HDEL', ids, id)
+local function fastid(m)
+  return string.match(m, '^{"id":"([^"\\]*)"')
+end
+local function needle(id)
+  if id == '' or string.find(id, '["\\]') then return nil end
+  return '{"id":"' .. id .. '"'
+end
+local function canon(m, id)
+  local n = needle(id)
+  return n ~= nil and string.sub(m, 1, #n) == n
+end
+local function bucket(id)
+  local h, b = 0, {string.byte(id, 1, -1)}
+  for i = 1, #b do h = (h * 31 + b[i]) % 1000003 end
+  return idx .. ':' .. (h % 256)
+end
+local function before(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
   end
+  return #a < #b
+end
+local wrap = 2147483648
+local function enc(s)
+  local n = tonumber(s)
+  if n and n >= 0 and n < 9007199254740992 and n == math.floor(n) then
+    return string.format('%.0f', n % wrap)
+  end
+  return s
+end
+local function scores(v)
+  local n = tonumber(v)
+  if not n or n < 0 or n >= wrap or n ~= math.floor(n) then return {v} end
+  local lo = redis.call('ZRANGEBYSCORE', sched, '(-inf', '(inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if not lo[2] then return {} end
+  local hi = tonumber(redis.call('ZREVRANGEBYSCORE', sched, '(inf', '(-inf', 'WITHSCORES', 'LIMIT', 0, 1)[2])
+  local out, c = {}, n + math.max(math.ceil((tonumber(lo[2]) - n) / wrap), 0) * wrap
+  while c <= hi do
+    out[#out + 1] = string.format('%.0f', c)
+    c = c + wrap
+  end
+  return out
+end
+local function seek(s, n)
+  local lo = redis.call('ZCOUNT', sched, '-inf', '(' .. s)
+  local hi = lo + redis.call('ZCOUNT', sched, s, s)
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if before(redis.call('ZRANGE', sched, mid, mid)[1], n) then lo = mid + 1 else hi = mid end
+  end
+  local z = redis.call('ZRANGE', sched, lo, lo, 'WITHSCORES')
+  if z[1] and string.sub(z[1], 1, #n) == n and tonumber(z[2]) == tonumber(s) then return z[1] end
+  return nil
+end
+local function seekv(v, n)
+  for _, s in ipairs(scores(v)) do
+    local m = seek(s, n)
+    if m then return m end
+  end
+  return nil
+end
+local function flying(n)
+  local total = redis.call('ZCARD', inflight)
+  for start = 0, total - 1, 1000 do
+    for _, m in ipairs(redis.call('ZRANGE', inflight, start, start + 999)) do
+      if string.sub(m, 1, #n) == n then return m end
+    end
+  end
+  return nil
+end
+local function lookup(id)
+  local out = {}
+  local m = redis.call('HGET', ids, id)
+  if m and (redis.call('ZSCORE', sched, m) or redis.call('ZSCORE', inflight, m)) then out[1] = m end
+  local n = needle(id)
+  if n then
+    local s = redis.call('HGET', bucket(id), id)
+    if s then
+      local c = seekv(s, n) or flying(n)
+      if c and c ~= out[1] then out[#out + 1] = c end
+    end
+  end
+  return out
+end
+local function index(m, id, s)
+  if canon(m, id) then
+    redis.call('HSET', bucket(id), id, enc(s))
+    redis.call('HDEL', ids, id)
+  else
+    redis.call('HSET', ids, id, m)
+    if needle(id) then redis.call('HDEL', bucket(id), id) end
+  end
+end
+local function moved(m, id, s)
+  if id and id ~= '' and s and canon(m, id) and redis.call('HGET', ids, id) ~= m then
+    redis.call('HSET', bucket(id), id, enc(s))
+  end
+end
+local function unmap(id, m, s)
+  if id == '' or redis.call('ZSCORE', sched, m) or redis.call('ZSCORE', inflight, m) then return end
+  if redis.call('HGET', ids, id) == m then redis.call('HDEL', ids, id) end
+  local n = needle(id)
+  if s and n and string.sub(m, 1, #n) == n then
+    local key = bucket(id)
+    local v = redis.call('HGET', key, id)
+    if v and (v == enc(s) or tonumber(v) == tonumber(s)) and not seekv(v, n) then
+      redis.call('HDEL', key, id)
+    end
+  end
+end
+local function unmap_held(id, m)
+  if id == '' then return end
+  local s = redis.call('ZSCORE', sched, m)
+  if s then
+    moved(m, id, s)
+    return
+  end
+  if redis.call('HGET', ids, id) == m then redis.call('HDEL', ids, id) end
+  if canon(m, id) then redis.call('HDEL', bucket(id), id) end
 end
 `
 
-// buryLua defines bury(m, why, id): move member m, already taken out of the
-// scheduled or in-flight set, to the dead set at now with the reason why,
-// forget its due record, move its attempts to the dead attempts (so get and
-// ls show how often it failed), and drop its id ("" for none) from the ids
-// index. Claim (-inf scores), Retry (last or permanent failure) and
-// Reap (+inf scores) all dead-letter through it. Needs nowLua and idsLua.
+// buryLua defines bury(m, why, id, s): move member m, already taken out of
+// the scheduled or in-flight set, to the dead set at now with the reason
+// why, forget its due record, move its attempts to the dead attempts (so get
+// and ls show how often it failed), and drop its id ("" for none) from the
+// id index: through unmap with s, its last score, or, when s is nil (m was
+// in flight), through unmap_held. Claim (-inf scores), Retry (last or
+// permanent failure) and Reap (+inf scores) all dead-letter through it.
+// Needs nowLua and idsLua.
 const buryLua = `
-local function bury(m, why, id)
+local function bury(m, why, id, s)
   redis.call('ZADD', dead, now, m)
   redis.call('HSET', reasons, m, why)
   redis.call('HDEL', dues, m)
@@ -83,7 +226,7 @@ local function bury(m, why, id)
   else
     redis.call('HDEL', deadatts, m)
   end
-  unmap(id, m)
+  if s then unmap(id, m, s) else unmap_held(id, m) end
 end
 `
 

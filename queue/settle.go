@@ -3,6 +3,8 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -18,32 +20,36 @@ const ackChunk = 256
 // ackScript forgets members the broker confirmed.
 //
 // KEYS -> slotKeys
-// ARGV -> member1, id1, member2, id2, … (id "" for raw members)
+// ARGV -> member1, id1, bucket1, member2, id2, bucket2, … (id "" for raw
+// members; bucket: the index bucket of a canonical envelope's id, else "")
 //
 // Returns how many were still in flight. A member no longer in flight (its
 // lease expired and it was reaped, or the producer replaced it) is left
 // alone. Only a member that failed before has attempts and a last error
-// (reasons) to forget: both go, unless the same bytes are also dead. An acked envelope leaves the ids index unless its member was
-// scheduled again meanwhile. Members are looked up and forgotten in chunks of
+// (reasons) to forget: both go, unless the same bytes are also dead. An
+// acked envelope leaves the id index (see unmap_held: one HDEL per bucket,
+// and the ids HASH only when it exists) unless its member was scheduled
+// again meanwhile. Members are looked up and forgotten in chunks of
 // ackChunk.
 var ackScript = slotScript(idsLua, fmt.Sprintf("local chunk = %d\n", ackChunk), `
 local n = 0
 local failed = redis.call('HLEN', attempts) > 0
 local seen = {}
-for c = 1, #ARGV, 2 * chunk do
-  local ms, mids = {}, {}
-  for i = c, math.min(c + 2 * chunk - 2, #ARGV - 1), 2 do
+local legacy = redis.call('EXISTS', ids) == 1
+for c = 1, #ARGV, 3 * chunk do
+  local ms, mids, mbs = {}, {}, {}
+  for i = c, math.min(c + 3 * chunk - 3, #ARGV - 2), 3 do
     if not seen[ARGV[i]] then
       seen[ARGV[i]] = true
-      ms[#ms + 1], mids[#mids + 1] = ARGV[i], ARGV[i + 1]
+      ms[#ms + 1], mids[#mids + 1], mbs[#mbs + 1] = ARGV[i], ARGV[i + 1], ARGV[i + 2]
     end
   end
   if #ms > 0 then
     local scores = redis.call('ZMSCORE', inflight, unpack(ms))
-    local held, heldIDs = {}, {}
+    local held, heldIDs, heldBuckets = {}, {}, {}
     for j = 1, #ms do
       if scores[j] then
-        held[#held + 1], heldIDs[#heldIDs + 1] = ms[j], mids[j]
+        held[#held + 1], heldIDs[#heldIDs + 1], heldBuckets[#heldBuckets + 1] = ms[j], mids[j], mbs[j]
       end
     end
     if #held > 0 then
@@ -57,9 +63,23 @@ for c = 1, #ARGV, 2 * chunk do
         end
         if #drop > 0 then redis.call('HDEL', reasons, unpack(drop)) end
       end
+      local again = redis.call('ZMSCORE', sched, unpack(held))
+      local keys, drop = {}, {}
       for j = 1, #held do
-        unmap(heldIDs[j], held[j])
+        local m, id, b = held[j], heldIDs[j], heldBuckets[j]
+        if id == '' then
+        elseif again[j] then
+          moved(m, id, again[j])
+        else
+          if legacy and redis.call('HGET', ids, id) == m then redis.call('HDEL', ids, id) end
+          if b ~= '' then
+            local key = idx .. ':' .. b
+            if not drop[key] then keys[#keys + 1], drop[key] = key, {} end
+            table.insert(drop[key], id)
+          end
+        end
       end
+      for _, key in ipairs(keys) do redis.call('HDEL', key, unpack(drop[key])) end
       n = n + #held
     end
   end
@@ -82,9 +102,10 @@ func (q *Queue) AckIDs(ctx context.Context, t Topic, slot int, members, ids []st
 		return 0, nil
 	}
 	k := t.Keys(slot)
-	args := make([]any, 0, 2*len(members))
+	args := make([]any, 0, 3*len(members))
 	for i, m := range members {
-		args = append(args, m, t.knownID(ids, i, m))
+		id, bucket := t.settleRef(ids, i, m)
+		args = append(args, m, id, bucket)
 	}
 	n, err := ackScript.Run(ctx, q.rdb, slotKeys(k), args...).Int()
 	if err != nil {
@@ -93,29 +114,38 @@ func (q *Queue) AckIDs(ctx context.Context, t Topic, slot int, members, ids []st
 	return n, nil
 }
 
-// knownID is the ids index id of member, the ith of a settled group: ids[i]
-// when the caller decoded it, else read from the member (unmapID).
-func (t Topic) knownID(ids []string, i int, member string) string {
-	if i < len(ids) && ids[i] != "" {
-		return ids[i]
+// settleRef is the id and index bucket Ack passes for member, the ith of a
+// settled group: ids[i] when the caller decoded it, with its bucket when the
+// member is canonical (as indexRef, without parsing the member again); else
+// what indexRef reads from the member.
+func (t Topic) settleRef(ids []string, i int, member string) (id, bucket string) {
+	if !t.envelope() || i >= len(ids) || ids[i] == "" {
+		return t.indexRef(member)
 	}
-	return t.unmapID(member)
+	id = ids[i]
+	if !strings.ContainsAny(id, `"\`) && strings.HasPrefix(member, `{"id":"`+id+`"`) {
+		return id, strconv.Itoa(idBucket(id))
+	}
+	return id, ""
 }
 
 // releaseScript returns claimed members without counting an attempt.
 //
-// KEYS -> slotKeys
-// ARGV -> members
+// KEYS     -> slotKeys
+// ARGV[1]  -> "1" when the topic's members are envelopes
+// ARGV[2…] -> members
 //
-// Each goes back at its original due time, so slot order is kept. Returns how
-// many were still in flight.
-var releaseScript = slotScript(nowLua, `
+// Each goes back at its original due time, so slot order is kept, and an
+// envelope's index entry follows it. Returns how many were still in flight.
+var releaseScript = slotScript(nowLua, idsLua, `
 local n = 0
-for i = 1, #ARGV do
+local envelopes = ARGV[1] == '1'
+for i = 2, #ARGV do
   local m = ARGV[i]
   if redis.call('ZREM', inflight, m) == 1 then
     local due = redis.call('HGET', dues, m) or string.format('%.0f', now)
     redis.call('ZADD', sched, 'NX', due, m)
+    if envelopes then moved(m, fastid(m), redis.call('ZSCORE', sched, m)) end
     n = n + 1
   end
 end
@@ -129,7 +159,8 @@ func (q *Queue) Release(ctx context.Context, t Topic, slot int, members []string
 		return 0, nil
 	}
 	k := t.Keys(slot)
-	n, err := releaseScript.Run(ctx, q.rdb, slotKeys(k), toArgs(members)...).Int()
+	args := append([]any{flag(t.envelope())}, toArgs(members)...)
+	n, err := releaseScript.Run(ctx, q.rdb, slotKeys(k), args...).Int()
 	if err != nil {
 		return 0, fmt.Errorf("release %d in %s: %w", len(members), k.Inflight, err)
 	}
@@ -205,11 +236,12 @@ for i = 2, #ARGV, step do
     redis.call('ZREM', inflight, m)
     local n = redis.call('HINCRBY', attempts, m, 1)
     if ARGV[i + 2] == '1' or n >= max then
-      bury(m, ARGV[i + 3], ARGV[i + 4])
+      bury(m, ARGV[i + 3], ARGV[i + 4], nil)
       out[#out + 1] = 0
     else
       redis.call('HSET', reasons, m, ARGV[i + 3])
       redis.call('ZADD', sched, 'NX', now + tonumber(ARGV[i + 1]), m)
+      moved(m, ARGV[i + 4], redis.call('ZSCORE', sched, m))
       out[#out + 1] = n
     end
   end

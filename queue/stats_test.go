@@ -50,8 +50,8 @@ func TestScheduleOnAnAdoptedKeyWritesThatKeyAndItsTaggedKeys(t *testing.T) {
 	if _, ok := f.zscore(f.tp.Key, r.Member); !ok {
 		t.Fatalf("not in the adopted key %s", f.tp.Key)
 	}
-	if got, _ := f.hget(f.tp.Key+":ids", "a"); got != r.Member {
-		t.Errorf("ids of the adopted key = %q", got)
+	if got, _ := f.hget(bucketKey(f.tp.Keys(0), "a"), "a"); got != indexValue(r.Score) {
+		t.Errorf("index of the adopted key holds %q, want the score %v", got, r.Score)
 	}
 	if c := f.claim(0, 1, time.Minute); len(c.Messages) != 1 {
 		t.Errorf("claim from the adopted key = %+v", c)
