@@ -84,7 +84,7 @@ type topicEnv struct {
 	Exchange   string `envconfig:"EXCHANGE" desc:"AMQP exchange (empty: the default exchange)"`
 	RoutingKey string `envconfig:"ROUTING_KEY" desc:"AMQP routing key (default: the topic name; with an intake, each message's own)"`
 	KafkaTopic string `envconfig:"KAFKA_TOPIC" desc:"Kafka topic (default: the topic name)"`
-	KafkaKey   string `envconfig:"KAFKA_KEY" default:"none" desc:"Kafka record key: none, id, or envelope (the envelope's routing_key)"`
+	KafkaKey   string `envconfig:"KAFKA_KEY" default:"envelope" desc:"Kafka record key: envelope (each message's own key, byte for byte: an intake record's key or an envelope's routing key; none without one), id (the message id, always), or none (no key, even for a message that has its own)"`
 
 	Stream       string `envconfig:"STREAM" desc:"Redis stream key the messages are appended to (required with SINK=redis)"`
 	StreamMaxLen string `envconfig:"STREAM_MAXLEN" default:"0" desc:"trim the stream to about this many entries on each append (XADD MAXLEN ~); trimming drops the oldest entries even if no consumer read them. 0: never trim"`

@@ -318,9 +318,6 @@ func (p *parser) topic(name, v string) Topic {
 	}
 	p.stream(&t, &te, pre)
 	p.intake(&t, &te, pre)
-	if t.KafkaKey == "envelope" && t.Format != queue.FormatEnvelope {
-		p.fail(pre+"KAFKA_KEY", te.KafkaKey, "envelope keys need "+Prefix+"_"+pre+"FORMAT=envelope")
-	}
 	return t
 }
 

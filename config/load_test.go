@@ -38,7 +38,7 @@ func TestLoadDefaults(t *testing.T) {
 		KeyPrefix: "dq",
 		Topics: []Topic{{
 			Name: "orders", Var: "ORDERS", Sink: "amqp", Slots: 1, Format: queue.FormatRaw,
-			RoutingKey: "orders", KafkaTopic: "orders", KafkaKey: "none",
+			RoutingKey: "orders", KafkaTopic: "orders", KafkaKey: "envelope",
 		}},
 
 		BatchSize:          500,
@@ -163,7 +163,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 				RoutingKey: "orders", KafkaTopic: "orders.v1", KafkaKey: "envelope",
 			}, {
 				Name: "order-events", Var: "ORDER_EVENTS", Sink: "amqp", Slots: 1, Key: "legacy:delayqueue",
-				Format: queue.FormatRaw, Exchange: "events", RoutingKey: "order.delayed", KafkaTopic: "order-events", KafkaKey: "none",
+				Format: queue.FormatRaw, Exchange: "events", RoutingKey: "order.delayed", KafkaTopic: "order-events", KafkaKey: "envelope",
 			}},
 			BatchSize: 1000, MaxInflightBatches: 4, Lease: time.Minute, MaxAttempts: 3,
 			RetryBackoff: 250 * time.Millisecond, RetryBackoffMax: 10 * time.Second,
@@ -231,7 +231,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			KeyPrefix: "dq",
 			Topics: []Topic{{
 				Name: "reminders", Var: "REMINDERS", Sink: "redis", Slots: 1, Format: queue.FormatRaw,
-				RoutingKey: "reminders", KafkaTopic: "reminders", KafkaKey: "none",
+				RoutingKey: "reminders", KafkaTopic: "reminders", KafkaKey: "envelope",
 				Stream: "reminders:due", StreamMaxLen: 100000,
 			}},
 			BatchSize: 500, MaxInflightBatches: 2, Lease: 30 * time.Second, MaxAttempts: 10,
@@ -268,11 +268,11 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			KeyPrefix: "dq",
 			Topics: []Topic{{
 				Name: "orders", Var: "ORDERS", Sink: "amqp", Slots: 1, Format: queue.FormatEnvelope,
-				RoutingKey: "orders", KafkaTopic: "orders", KafkaKey: "none",
+				RoutingKey: "orders", KafkaTopic: "orders", KafkaKey: "envelope",
 				Intake: "amqp", IntakeQueue: "orders.delayed", IntakePrefetch: 64,
 			}, {
 				Name: "reminders", Var: "REMINDERS", Sink: "amqp", Slots: 1, Format: queue.FormatEnvelope,
-				RoutingKey: "reminders.due", KafkaTopic: "reminders", KafkaKey: "none",
+				RoutingKey: "reminders.due", KafkaTopic: "reminders", KafkaKey: "envelope",
 				Intake: "kafka", IntakeKafkaTopic: "reminders.delay", IntakePrefetch: 256, IntakeOwnRoutingKey: true,
 			}},
 			BatchSize: 500, MaxInflightBatches: 2, Lease: 30 * time.Second, MaxAttempts: 10,

@@ -48,7 +48,6 @@ func TestLoadRejects(t *testing.T) {
 		{"ownership unknown", map[string]string{"OWNERSHIP": "leader"}, []string{"OWNERSHIP"}, "rendezvous, all"},
 		{"topics only commas", map[string]string{"TOPICS": ", ,"}, []string{"TOPICS"}, "at least one entry"},
 		{"topic with a brace", map[string]string{"TOPICS": "a{b}"}, []string{"TOPICS"}, "braces"},
-		{"envelope kafka key of a raw topic", map[string]string{"TOPIC_ORDERS_KAFKA_KEY": "envelope"}, []string{"TOPIC_ORDERS_KAFKA_KEY"}, "FORMAT=envelope"},
 		{"unknown format", map[string]string{"TOPIC_ORDERS_FORMAT": "protobuf"}, []string{"TOPIC_ORDERS_FORMAT"}, "raw, envelope"},
 		{"slots over the maximum", map[string]string{"TOPIC_ORDERS_SLOTS": "2048"}, []string{"TOPIC_ORDERS_SLOTS"}, "1 to 1024"},
 		{"amqp topic without AMQP URL", map[string]string{"AMQP_URL": ""}, []string{"AMQP_URL"}, `topic "orders"`},

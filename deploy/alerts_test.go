@@ -284,6 +284,25 @@ var alertScenarios = map[string]struct{ firing, quiet map[string][]synthetic }{
 		firing: map[string][]synthetic{"stats keeps failing": {series("delaybridge_redis_errors_total", counterAt(0.5), "instance", "a", "op", "stats")}},
 		quiet:  map[string][]synthetic{"an old error": {series("delaybridge_redis_errors_total", constant(3), "instance", "a", "op", "stats")}},
 	},
+	"DelaybridgeStrandedMessages": {
+		firing: map[string][]synthetic{
+			"a producer with another slot count keeps writing": {
+				series("delaybridge_stranded_messages", func(m float64) float64 { return float64(5 + int(m)%20) }, "instance", "a", "topic", "orders"),
+				series("delaybridge_stranded_messages", constant(0), "instance", "b", "topic", "orders"),
+			},
+		},
+		quiet: map[string][]synthetic{
+			"a resize at minute 30, drained in a minute (the gauge follows the drain)": {
+				series("delaybridge_stranded_messages", func(m float64) float64 {
+					if m >= 30 && m < 31 {
+						return 1041
+					}
+					return 0
+				}, "instance", "a", "topic", "orders"),
+			},
+			"none": {series("delaybridge_stranded_messages", constant(0), "instance", "a", "topic", "orders")},
+		},
+	},
 	"DelaybridgeLeasesExpiring": {
 		firing: map[string][]synthetic{"a reap every 5 minutes": {series("delaybridge_reaped_total", func(m float64) float64 { return math.Floor(m / 5) }, "instance", "a", "topic", "orders")}},
 		quiet:  map[string][]synthetic{"reaps long ago": {series("delaybridge_reaped_total", constant(7), "instance", "a", "topic", "orders")}},

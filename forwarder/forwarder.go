@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/delaybridge/delaybridge/internal/backoff"
+	"github.com/delaybridge/delaybridge/internal/logrepeat"
 	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/sinks"
 )
@@ -98,6 +99,9 @@ type Options struct {
 	// keyspaceRecheck is how often notify-keyspace-events is read again
 	// (default keyspaceRecheck; shorter in tests).
 	keyspaceRecheck time.Duration
+	// logEvery is how often a repeating failure is logged (default
+	// logrepeat.DefaultEvery; shorter in tests).
+	logEvery time.Duration
 }
 
 func (o *Options) defaults() error {
@@ -146,6 +150,7 @@ func (o *Options) defaults() error {
 	setDur(&o.BacklogInterval, 10*time.Second)
 	setDur(&o.StrandedInterval, DefaultStrandedInterval)
 	setDur(&o.keyspaceRecheck, keyspaceRecheck)
+	setDur(&o.logEvery, logrepeat.DefaultEvery)
 	if o.KeyPrefix == "" {
 		o.KeyPrefix = o.Topics[0].KeyPrefix()
 	}
@@ -181,6 +186,8 @@ type Forwarder struct {
 	// retry is the wait before a refused message's next attempt:
 	// Delay(n-1) after n failed attempts.
 	retry backoff.Policy
+	// repeats logs the failures that repeat, per topic and interval.
+	repeats *logrepeat.Log
 
 	mu    sync.Mutex
 	owned map[slotKey]*running
@@ -233,6 +240,7 @@ func New(opt Options) (*Forwarder, error) {
 		stats:      newStatsCache(),
 		topicIndex: index,
 		retry:      retryPolicy(opt),
+		repeats:    logrepeat.New(opt.Log, opt.logEvery),
 		owned:      map[slotKey]*running{},
 		draining:   map[slotKey]chan struct{}{},
 	}, nil
@@ -258,6 +266,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	run(f.reapLoop)
 	run(f.backlogLoop)
 	run(f.strandedLoop)
+	run(f.repeats.Run)
 	if f.opt.AllSlots {
 		f.reassign(ctx)
 		<-ctx.Done()
@@ -273,6 +282,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	f.scanners.Wait() // each drains within ShutdownTimeout
 	stopBG()
 	wg.Wait()
+	f.repeats.Flush(time.Now(), true) // what the drain added
 	return nil
 }
 

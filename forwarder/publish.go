@@ -66,6 +66,7 @@ func (s *scanner) prepare(b batch) *delivery {
 			Attempt:    c.Attempts + 1,
 			Headers:    dm.Headers,
 			RoutingKey: dm.RoutingKey,
+			EmptyKey:   dm.EmptyKey,
 			Properties: sinks.Properties(dm.Properties),
 		}
 		d.msgs = append(d.msgs, m)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/delaybridge/delaybridge/internal/backoff"
@@ -256,7 +257,7 @@ func (s *scanner) release(ctx context.Context, members []string, unsent int) {
 	})
 	s.f.m.Released.WithLabelValues(s.topic.Name).Add(float64(len(members)))
 	if lost := len(members) - unsent; lost > 0 {
-		s.log.Warn("publish failed on the connection; returned without an attempt", "count", lost)
+		s.f.repeats.Add(slog.LevelWarn, s.topic.Name, "publish failed on the connection; returned without an attempt", lost, "")
 	}
 	if unsent > 0 {
 		s.log.Info("returned unpublished after an earlier batch went back, to keep the slot's order", "count", unsent)
@@ -278,8 +279,8 @@ func (s *scanner) retry(ctx context.Context, failures []queue.Failure, noDestina
 		outs, err = s.f.q.RetryAll(c, s.topic.Topic, s.slot, failures, s.f.opt.MaxAttempts)
 		return err
 	})
-	// One log line per outcome and group: a refusal storm must not flood
-	// the logs with a line per message.
+	// One log line per topic, outcome and interval (internal/logrepeat): a refusal
+	// storm must not flood the logs with a line per message or batch.
 	var retried, dead int
 	var retryReason, deadReason string
 	for i, out := range outs {
@@ -295,14 +296,14 @@ func (s *scanner) retry(ctx context.Context, failures []queue.Failure, noDestina
 	if retried > 0 {
 		s.f.m.Retried.WithLabelValues(s.topic.Name).Add(float64(retried))
 		if noDestination {
-			s.log.Warn("publish refused: destination missing or no route, will retry", "count", retried, "err", retryReason)
+			s.f.repeats.Add(slog.LevelWarn, s.topic.Name, "publish refused: destination missing or no route, will retry", retried, retryReason)
 		} else {
-			s.log.Info("publish failed, will retry", "count", retried, "err", retryReason)
+			s.f.repeats.Add(slog.LevelInfo, s.topic.Name, "publish failed, will retry", retried, retryReason)
 		}
 	}
 	if dead > 0 {
 		s.f.m.Dead.WithLabelValues(s.topic.Name).Add(float64(dead))
-		s.log.Warn("messages dead-lettered", "count", dead, "err", deadReason)
+		s.f.repeats.Add(slog.LevelWarn, s.topic.Name, "messages dead-lettered", dead, deadReason)
 	}
 }
 

@@ -16,17 +16,70 @@ const DefaultStrandedInterval = 2 * time.Minute
 // takes many round trips.
 const strandedTimeout = time.Minute
 
+// strandedCountEvery is how often the messages of the stranded slots found
+// are counted again between two searches (ZCARDs, no SCAN), so the gauge
+// follows their drain: a drained slot reads 0 within seconds, not at the
+// next search, and an alert on it stops.
+const strandedCountEvery = time.Second
+
 // strandedLoop searches for stranded slots at start and every
-// StrandedInterval, until ctx ends. A stranded slot joins the slots that
+// StrandedInterval, until ctx ends, and counts the messages of those found
+// every strandedCountEvery meanwhile. A stranded slot joins the slots that
 // ownership shares out (see wanted), so its messages are claimed, published,
 // retried and reaped like any other, under the same ownership and leases;
 // it leaves them at the first search that finds it empty.
 func (f *Forwarder) strandedLoop(ctx context.Context) {
+	next := time.Now()
 	for {
-		f.findStranded(ctx)
-		if !sleep(ctx, f.opt.StrandedInterval, nil) {
+		if time.Now().Before(next) {
+			f.countStranded(ctx)
+		} else {
+			f.findStranded(ctx)
+			next = time.Now().Add(f.opt.StrandedInterval)
+		}
+		wait := time.Until(next)
+		if f.hasStranded() {
+			wait = min(wait, strandedCountEvery)
+		}
+		if !sleep(ctx, wait, nil) {
 			return
 		}
+	}
+}
+
+// hasStranded reports whether the last search found stranded slots.
+func (f *Forwarder) hasStranded() bool {
+	f.assignMu.Lock()
+	defer f.assignMu.Unlock()
+	return len(f.stranded) > 0
+}
+
+// countStranded sets the gauge of each topic with stranded slots to the
+// messages they hold now. A count that fails keeps the last value; the
+// next search tries again.
+func (f *Forwarder) countStranded(ctx context.Context) {
+	f.assignMu.Lock()
+	per := map[int][]int{}
+	for k := range f.stranded {
+		per[k.topic] = append(per[k.topic], k.slot)
+	}
+	f.assignMu.Unlock()
+	for ti, slots := range per {
+		t := f.opt.Topics[ti]
+		sctx, cancel := context.WithTimeout(ctx, redisTimeout)
+		left, err := f.q.CountStranded(sctx, t.Topic, slots)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				f.m.RedisErrs.WithLabelValues("stranded").Inc()
+			}
+			continue
+		}
+		var count int64
+		for _, s := range left {
+			count += s.Messages
+		}
+		f.m.Stranded.WithLabelValues(t.Name).Set(float64(count))
 	}
 }
 

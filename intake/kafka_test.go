@@ -236,3 +236,61 @@ func setBrokerConfig(t *testing.T, addr, name, value string) {
 		}
 	}
 }
+
+// Kafka keys and header values are bytes: a binary key, a key with a 0
+// byte and a binary header value are scheduled byte for byte, none
+// dead-lettered; x-delay may be the 8-byte big-endian integer a Java
+// producer writes with Longs.toByteArray. kafka-go's consumer hands an
+// empty key over as nil, so the intake cannot tell it from a null key: it
+// is scheduled without a key (README says so).
+func TestKafkaIntakeKeepsBinaryAndEmptyKeysAndHeaderValuesByteForByte(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 4)
+	addr, produce := kafkaCluster(t, "delays")
+	ts := time.UnixMilli(1_900_000_000_000)
+	javaLong := []byte{0, 0, 0, 0, 0, 0, 0xea, 0x60} // 60000
+	type want struct {
+		key      []byte // nil: no key
+		hdrValue string
+	}
+	cases := map[string]want{
+		"binary": {key: []byte{0xff, 0x00, 0xfe, 0x80}},
+		"zero":   {key: []byte("a\x00b")},
+		"empty":  {},
+		"null":   {},
+		"header": {key: []byte("k"), hdrValue: "\xde\xad\x00\xbe\xef"},
+	}
+	for id, w := range cases {
+		key := w.key
+		if id == "empty" {
+			key = []byte{}
+		}
+		r := &kgo.Record{Key: key, Value: []byte("v-" + id), Timestamp: ts,
+			Headers: []kgo.RecordHeader{{Key: "x-delay", Value: javaLong}, {Key: "x-delaybridge-id", Value: []byte(id)}}}
+		if w.hdrValue != "" {
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: "x-bin", Value: []byte(w.hdrValue)})
+		}
+		produce(r)
+	}
+	f.startKafka(t, addr, "delays", f.rdb)
+	waitFor(t, 30*time.Second, "5 records taken in", func() bool {
+		return f.counter(f.metrics.Scheduled, "orders")+f.counter(f.metrics.Rejected, "orders", ReasonInvalid) == 5
+	})
+	q := queue.New(f.rdb)
+	for id, w := range cases {
+		info, err := q.Get(context.Background(), f.topic, id)
+		if err != nil {
+			t.Fatalf("get %s: %v", id, err)
+		}
+		m := info.Message
+		if m.RoutingKey != string(w.key) || m.EmptyKey != (w.key != nil && len(w.key) == 0) {
+			t.Errorf("%s: key %q (empty %v), want %q (null %v)", id, m.RoutingKey, m.EmptyKey, w.key, w.key == nil)
+		}
+		if w.hdrValue != "" && m.Headers["x-bin"] != w.hdrValue {
+			t.Errorf("%s: header x-bin %q, want %q", id, m.Headers["x-bin"], w.hdrValue)
+		}
+		if !info.Due.Equal(ts.Add(time.Minute)) {
+			t.Errorf("%s: due %v, want the timestamp + 60000 ms of a Java long x-delay", id, info.Due)
+		}
+	}
+}

@@ -1,10 +1,10 @@
 package intake
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	kafkago "github.com/segmentio/kafka-go"
 
@@ -16,19 +16,17 @@ const HeaderID = "x-delaybridge-id"
 
 // recordItem turns a Kafka record into the message to schedule: value as
 // body, key as routing key, headers (x-delay and delaybridge's own left
-// out) as they came; due when x-delaybridge-due says, or x-delay after the
-// record's timestamp. The id is the x-delaybridge-id header, else
+// out) as they came, all byte for byte (a binary key or header value, the
+// empty key, which is not a null key); due when x-delaybridge-due says, or
+// x-delay after the record's timestamp. The id is the x-delaybridge-id header, else
 // <topic>/<partition>/<offset>, so a record read again is one message.
 func (t Target) recordItem(r kafkago.Message) item {
 	it := item{msg: queue.Message{
 		ID:   fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset),
 		Body: r.Value,
 	}}
-	if len(r.Key) > 0 && !t.OwnRoutingKey {
-		if !utf8.Valid(r.Key) {
-			it.reject(ReasonInvalid, "record key is not valid UTF-8")
-		}
-		it.msg.RoutingKey = string(r.Key)
+	if r.Key != nil && !t.OwnRoutingKey {
+		it.msg.RoutingKey, it.msg.EmptyKey = string(r.Key), len(r.Key) == 0
 	}
 	var due, delay []byte
 	for _, h := range r.Headers {
@@ -42,8 +40,6 @@ func (t Target) recordItem(r kafkago.Message) item {
 				it.msg.ID = string(h.Value)
 			}
 		case strings.HasPrefix(name, queue.ReservedHeaderPrefix):
-		case !utf8.Valid(h.Value):
-			it.reject(ReasonInvalid, "header %q is not valid UTF-8", h.Key)
 		default:
 			if it.msg.Headers == nil {
 				it.msg.Headers = map[string]string{}
@@ -58,9 +54,20 @@ func (t Target) recordItem(r kafkago.Message) item {
 			it.reject(ReasonBadDue, "header %s: %v", HeaderDue, err)
 		}
 	case delay != nil:
-		if it.when, err = delayFrom(string(delay), r.Time, time.Time{}); err != nil {
+		if it.when, err = delayFrom(delayValue(delay), r.Time, time.Time{}); err != nil {
 			it.reject(ReasonBadDelay, "header %s: %v", HeaderDelay, err)
 		}
 	}
 	return it
+}
+
+// delayValue reads a Kafka x-delay value: decimal text, or the 8-byte
+// big-endian integer a Java producer writes with Longs.toByteArray (8 bytes
+// that are not all digits: as a number, 8 digits would be centuries of
+// milliseconds, so the two never mix up).
+func delayValue(v []byte) any {
+	if len(v) == 8 && strings.Trim(string(v), "0123456789") != "" {
+		return int64(binary.BigEndian.Uint64(v))
+	}
+	return string(v)
 }

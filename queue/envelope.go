@@ -28,12 +28,28 @@ import (
 //   - headers: an object of string values, delivered as AMQP headers or Kafka
 //     record headers. Names are 1 to MaxFieldLen bytes and may not start with
 //     ReservedHeaderPrefix (delaybridge's own headers).
+//   - headers_b64: headers whose values are bytes that are not UTF-8 (a
+//     Kafka header value), each value in standard base64; same rules for
+//     names, and no name in both objects.
 //   - routing_key: the AMQP routing key, or Kafka record key, of this message
 //     (up to MaxFieldLen bytes); empty means the topic's.
+//   - routing_key_b64: the key in standard base64 instead (never both), for
+//     a key that is not UTF-8, longer than MaxFieldLen (up to MaxKeyLen) or
+//     present and empty (a Kafka record's empty key is not its null key):
+//     "" is the empty key.
 //   - properties: AMQP message properties (see Properties), written only
 //     when some are set. A daemon older than this field refuses envelopes
 //     that hold it (unknown field), so every replica must run a version
 //     that knows it before anything writes it (the intake does).
+//
+// headers_b64 and routing_key_b64 are written only for what the fields
+// before them cannot hold, so an envelope of text is the same member as
+// before they existed. A daemon older than them refuses an envelope that
+// holds one (unknown field) and dead-letters it with that reason: it never
+// delivers the message without its key or headers, and the dead set's
+// requeue delivers it once every replica knows the fields. Before them, the
+// intake dead-lettered such records itself (a key or header that is not
+// UTF-8) or dropped an empty key.
 //
 // The whole member must be valid UTF-8 and hold exactly one object, and no
 // field may appear twice.
@@ -45,6 +61,9 @@ const (
 	MaxIDLen = 255
 	// MaxFieldLen bounds header names and the routing key (AMQP short strings).
 	MaxFieldLen = 255
+	// MaxKeyLen bounds a key written as routing_key_b64 (a Kafka record
+	// key); an AMQP routing key is at most MaxFieldLen bytes.
+	MaxKeyLen = 64 << 10
 	// ReservedHeaderPrefix starts the headers delaybridge sets itself.
 	ReservedHeaderPrefix = "x-delaybridge-"
 )
@@ -58,7 +77,9 @@ type envelope struct {
 	body       json.RawMessage // as written; nil when absent
 	bodyB64    *string
 	headers    map[string]string
+	headersB64 map[string]string
 	routingKey string
+	keyB64     *string
 	properties Properties
 }
 
@@ -68,7 +89,9 @@ type envelopeOut struct {
 	Body       *string           `json:"body,omitempty"`
 	BodyB64    *string           `json:"body_b64,omitempty"`
 	Headers    map[string]string `json:"headers,omitempty"`
+	HeadersB64 map[string]string `json:"headers_b64,omitempty"`
 	RoutingKey string            `json:"routing_key,omitempty"`
+	KeyB64     *string           `json:"routing_key_b64,omitempty"`
 	Properties *Properties       `json:"properties,omitempty"`
 }
 
@@ -80,16 +103,15 @@ func EncodeEnvelope(m Message) ([]byte, error) {
 	if err := checkEnvelope(m.ID, m.Headers, m.RoutingKey); err != nil {
 		return nil, err
 	}
-	out := envelopeOut{ID: m.ID, Headers: m.Headers, RoutingKey: m.RoutingKey}
+	out := envelopeOut{ID: m.ID}
+	out.Headers, out.HeadersB64 = splitHeaders(m.Headers)
+	out.RoutingKey, out.KeyB64 = splitKey(m.RoutingKey, m.EmptyKey)
 	if utf8.Valid(m.Body) {
 		s := string(m.Body)
 		out.Body = &s
 	} else {
 		s := base64.StdEncoding.EncodeToString(m.Body)
 		out.BodyB64 = &s
-	}
-	if len(out.Headers) == 0 {
-		out.Headers = nil
 	}
 	if !m.Properties.IsZero() {
 		if err := m.Properties.check(); err != nil {
@@ -118,7 +140,8 @@ func DecodeEnvelope(member []byte) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
-	return Message{ID: e.id, Body: body, Headers: e.headers, RoutingKey: e.routingKey, Properties: e.properties}, nil
+	return Message{ID: e.id, Body: body, Headers: e.headers, RoutingKey: e.routingKey,
+		EmptyKey: e.keyB64 != nil && e.routingKey == "", Properties: e.properties}, nil
 }
 
 // EnvelopeID returns the id of an envelope member without decoding its body.
@@ -157,26 +180,7 @@ func parseEnvelope(member []byte) (envelope, error) {
 			return e, invalid("field %q appears twice", key)
 		}
 		seen[key] = true
-		switch key {
-		case "id":
-			err = decodeString(dec, key, &e.id)
-		case "body":
-			err = dec.Decode(&e.body)
-		case "body_b64":
-			var s string
-			err = decodeString(dec, key, &s)
-			e.bodyB64 = &s
-		case "headers":
-			if err = dec.Decode(&e.headers); err != nil {
-				err = invalid("headers must be an object of strings")
-			}
-		case "routing_key":
-			err = decodeString(dec, key, &e.routingKey)
-		case "properties":
-			e.properties, err = decodeProperties(dec)
-		default:
-			return e, invalid("unknown field %q", key)
-		}
+		err = e.field(dec, key)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidEnvelope) {
 				err = invalid("field %q: %v", key, err)
@@ -199,10 +203,47 @@ func parseEnvelope(member []byte) (envelope, error) {
 	if e.body != nil && e.bodyB64 != nil {
 		return e, invalid("both body and body_b64 are set")
 	}
+	if len(e.routingKey) > MaxFieldLen {
+		return e, invalid("routing_key is more than %d bytes (a longer key goes in routing_key_b64)", MaxFieldLen)
+	}
+	if err := e.decodeBinary(); err != nil {
+		return e, err
+	}
 	if err := checkEnvelope(e.id, e.headers, e.routingKey); err != nil {
 		return e, err
 	}
 	return e, nil
+}
+
+// field decodes the value of the top-level field key into e.
+func (e *envelope) field(dec *json.Decoder, key string) (err error) {
+	switch key {
+	case "id":
+		err = decodeString(dec, key, &e.id)
+	case "body":
+		err = dec.Decode(&e.body)
+	case "body_b64":
+		var s string
+		err = decodeString(dec, key, &s)
+		e.bodyB64 = &s
+	case "headers":
+		if err = dec.Decode(&e.headers); err != nil {
+			err = invalid("headers must be an object of strings")
+		}
+	case "headers_b64":
+		if err = dec.Decode(&e.headersB64); err != nil {
+			err = invalid("headers_b64 must be an object of strings")
+		}
+	case "routing_key":
+		err = decodeString(dec, key, &e.routingKey)
+	case "routing_key_b64":
+		e.keyB64, err = decodeOptString(dec, key)
+	case "properties":
+		e.properties, err = decodeProperties(dec)
+	default:
+		return invalid("unknown field %q", key)
+	}
+	return err
 }
 
 func decodeString(dec *json.Decoder, key string, s *string) error {
@@ -248,22 +289,24 @@ func (e envelope) decodeBody() ([]byte, error) {
 }
 
 // checkEnvelope validates the fields EncodeEnvelope and DecodeEnvelope share.
+// Header values and the key are bytes: whatever is not text goes in the
+// _b64 fields.
 func checkEnvelope(id string, headers map[string]string, routingKey string) error {
 	if err := CheckID(id); err != nil {
 		return err
 	}
-	for name, value := range headers {
+	for name := range headers {
 		switch {
 		case name == "" || len(name) > MaxFieldLen:
 			return invalid("header name %q must be 1 to %d bytes", name, MaxFieldLen)
-		case !utf8.ValidString(name) || !utf8.ValidString(value):
-			return invalid("header %q is not valid UTF-8", name)
+		case !utf8.ValidString(name):
+			return invalid("header name %q is not valid UTF-8", name)
 		case strings.HasPrefix(strings.ToLower(name), ReservedHeaderPrefix):
 			return invalid("header %q: names starting with %s are delaybridge's own", name, ReservedHeaderPrefix)
 		}
 	}
-	if len(routingKey) > MaxFieldLen || !utf8.ValidString(routingKey) {
-		return invalid("routing_key must be valid UTF-8 of at most %d bytes", MaxFieldLen)
+	if len(routingKey) > MaxKeyLen {
+		return invalid("routing key is %d bytes, more than %d", len(routingKey), MaxKeyLen)
 	}
 	return nil
 }

@@ -24,6 +24,12 @@ func TestEnvelopeRoundTripKeepsIDBodyHeadersAndRoutingKey(t *testing.T) {
 			`{"id":"h","body":"x","headers":{"a":"1","b":"2"},"routing_key":"orders.eu"}`},
 		{"unicode and html", Message{ID: "ördér/✓ \"q\"", Body: []byte("<a href='x'>&</a>\n")}, `{"id":"ördér/✓ \"q\"","body":"<a href='x'>&</a>\n"}`},
 		{"longest id", Message{ID: strings.Repeat("i", MaxIDLen), Body: []byte("x")}, ""},
+		{"binary key", Message{ID: "k", Body: []byte("x"), RoutingKey: "\x00\xff"}, `{"id":"k","body":"x","routing_key_b64":"AP8="}`},
+		{"key with a zero byte", Message{ID: "k0", Body: []byte("x"), RoutingKey: "a\x00b"}, `{"id":"k0","body":"x","routing_key":"a\u0000b"}`},
+		{"empty key", Message{ID: "k", Body: []byte("x"), EmptyKey: true}, `{"id":"k","body":"x","routing_key_b64":""}`},
+		{"key longer than an AMQP routing key", Message{ID: "k", Body: []byte("x"), RoutingKey: strings.Repeat("r", MaxFieldLen+1)}, ""},
+		{"binary header values", Message{ID: "h", Body: []byte("x"), Headers: map[string]string{"t": "text", "b": "\xff\x00"}},
+			`{"id":"h","body":"x","headers":{"t":"text"},"headers_b64":{"b":"/wA="}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			member, err := EncodeEnvelope(tc.m)
@@ -157,6 +163,12 @@ func TestDecodeEnvelopeRejectsWhatIsNotAnEnvelope(t *testing.T) {
 		{`{"id":"a","headers":{"":"v"}}`, "header name"},
 		{`{"id":"a","headers":{"X-Delaybridge-Due":"0"}}`, "delaybridge's own"},
 		{`{"id":"a","routing_key":"` + strings.Repeat("r", MaxFieldLen+1) + `"}`, "routing_key"},
+		{`{"id":"a","routing_key":"k","routing_key_b64":"aw=="}`, "both routing_key and routing_key_b64"},
+		{`{"id":"a","routing_key_b64":"not base64!"}`, "routing_key_b64 is not standard base64"},
+		{`{"id":"a","routing_key_b64":1}`, "routing_key_b64 must be a string"},
+		{`{"id":"a","headers":{"k":"v"},"headers_b64":{"k":"dg=="}}`, "in both headers and headers_b64"},
+		{`{"id":"a","headers_b64":{"k":"!"}}`, "headers_b64"},
+		{`{"id":"a","headers_b64":{"x-delaybridge-id":"dg=="}}`, "delaybridge's own"},
 		{`{"id":"a"} {"id":"b"}`, "data after the JSON object"},
 		{`{"id":"a"}x`, "data after the JSON object"},
 		{`{"id":"a"`, "EOF"},
@@ -181,8 +193,8 @@ func TestEncodeEnvelopeRefusesWhatDecodeWouldReject(t *testing.T) {
 		{ID: "tab\t"},
 		{ID: "\xff"},
 		{ID: "a", Headers: map[string]string{"x-delaybridge-id": "b"}},
-		{ID: "a", Headers: map[string]string{"k": "\xff"}},
-		{ID: "a", RoutingKey: strings.Repeat("r", MaxFieldLen+1)},
+		{ID: "a", Headers: map[string]string{"\xff": "v"}},
+		{ID: "a", RoutingKey: strings.Repeat("r", MaxKeyLen+1)},
 	} {
 		if b, err := EncodeEnvelope(m); !errors.Is(err, ErrInvalidEnvelope) {
 			t.Errorf("EncodeEnvelope(%+v) = %s, %v; want ErrInvalidEnvelope", m, b, err)

@@ -15,8 +15,14 @@ type Message struct {
 	// Body is what the broker receives.
 	Body []byte
 	// Headers and RoutingKey come from an envelope (empty for raw members).
+	// Both hold bytes, not only text: a Kafka record's key and header
+	// values go through unchanged.
 	Headers    map[string]string
 	RoutingKey string
+	// EmptyKey says the message has its own key and that key is empty (a
+	// Kafka record's empty key, which is not its null key); RoutingKey is
+	// then "".
+	EmptyKey bool
 	// Properties are AMQP message properties (envelopes only; see
 	// Properties).
 	Properties Properties
@@ -47,7 +53,7 @@ func (t Topic) Decode(member string) (Message, error) {
 func (t Topic) Encode(m Message) ([]byte, error) {
 	switch t.Format {
 	case "", FormatRaw:
-		if m.ID != "" || len(m.Headers) > 0 || m.RoutingKey != "" || !m.Properties.IsZero() {
+		if m.ID != "" || len(m.Headers) > 0 || m.RoutingKey != "" || m.EmptyKey || !m.Properties.IsZero() {
 			return nil, fmt.Errorf("encode for topic %s: %w", t.Name, ErrNotEnvelope)
 		}
 		return m.Body, nil

@@ -37,8 +37,15 @@ func (q *Queue) StrandedSlots(ctx context.Context, t Topic) ([]StrandedSlot, err
 	if err != nil {
 		return nil, fmt.Errorf("find stranded slots of %s: %w", t.Name, err)
 	}
-	out := make([]StrandedSlot, 0, len(seen))
-	for _, slot := range seen {
+	return q.CountStranded(ctx, t, seen)
+}
+
+// CountStranded counts the scheduled and in-flight messages of the given
+// slots of t (two ZCARDs each, no SCAN) and returns those that hold some:
+// cheap enough to follow the drain of slots StrandedSlots found.
+func (q *Queue) CountStranded(ctx context.Context, t Topic, slots []int) ([]StrandedSlot, error) {
+	out := make([]StrandedSlot, 0, len(slots))
+	for _, slot := range slots {
 		k := t.Keys(slot)
 		sched, err := q.rdb.ZCard(ctx, k.Scheduled).Result()
 		if err == nil {

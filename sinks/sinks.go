@@ -42,8 +42,12 @@ type Message struct {
 	Headers map[string]string
 	// RoutingKey is the message's own key (an envelope's routing_key), ""
 	// for none: it overrides the AMQP sink's routing key, and is the record
-	// key of the Kafka sink in its envelope key mode.
+	// key of the Kafka sink in its envelope key mode (the default). It holds
+	// bytes, not only text (a Kafka record key).
 	RoutingKey string
+	// EmptyKey says the message's own key is present and empty (a Kafka
+	// record's empty key): the Kafka sink writes an empty key, not a null one.
+	EmptyKey bool
 	// Properties are AMQP message properties from an envelope (zero for
 	// none). Only the AMQP sink publishes them.
 	Properties Properties

@@ -13,9 +13,12 @@ import (
 )
 
 // How often the daemon asks the brokers whether each topic's destination
-// exists, and how often it logs one that is still missing.
+// exists, how often it asks again while some destination has not been
+// checked yet (its sink was still connecting), and how often it logs one
+// that is still missing.
 const (
 	destinationCheckEvery = 5 * time.Second
+	destinationFirstEvery = 250 * time.Millisecond
 	destinationLogEvery   = time.Minute
 )
 
@@ -24,38 +27,59 @@ const (
 // every publish. The daemon keeps running meanwhile (it may be created
 // later); /readyz reads the last result, so a probe costs no broker round
 // trip, and an ERROR line says which destination is missing once per
-// destinationLogEvery, not once per message.
+// destinationLogEvery, not once per message. Until a topic's destination
+// has been checked once, /readyz says so ("checking"): readiness does not
+// claim what it does not know yet.
 type destinationWatch struct {
-	topics   []forwarder.Topic
-	log      *slog.Logger
-	every    time.Duration
-	logEvery time.Duration
+	topics     []forwarder.Topic
+	log        *slog.Logger
+	every      time.Duration
+	firstEvery time.Duration
+	logEvery   time.Duration
 
 	mu      sync.Mutex
 	missing map[string]error     // topic → why its destination is unusable
 	logged  map[string]time.Time // topic → when that was last logged
+	checked map[string]bool      // topic → its destination has an answer
 }
 
 func newDestinationWatch(topics []forwarder.Topic, log *slog.Logger) *destinationWatch {
 	return &destinationWatch{
 		topics: topics, log: log,
-		every: destinationCheckEvery, logEvery: destinationLogEvery,
-		missing: map[string]error{}, logged: map[string]time.Time{},
+		every: destinationCheckEvery, firstEvery: destinationFirstEvery, logEvery: destinationLogEvery,
+		missing: map[string]error{}, logged: map[string]time.Time{}, checked: map[string]bool{},
 	}
 }
 
-// run checks at once, then every w.every, until ctx ends.
+// run checks at once, then every w.every (every w.firstEvery while some
+// destination has no answer yet), until ctx ends.
 func (w *destinationWatch) run(ctx context.Context) {
-	t := time.NewTicker(w.every)
-	defer t.Stop()
 	for {
 		w.checkAll(ctx)
+		wait := w.every
+		if w.unchecked() != "" {
+			wait = w.firstEvery
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// unchecked is the first topic whose destination has no answer yet, or "".
+func (w *destinationWatch) unchecked() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range w.topics {
+		if _, ok := t.Sink.(sinks.Checker); ok && !w.checked[t.Name] {
+			return t.Name
+		}
+	}
+	return ""
 }
 
 // checkAll checks every topic whose sink is a sinks.Checker. A sink that
@@ -85,6 +109,7 @@ func (w *destinationWatch) checkAll(ctx context.Context) {
 func (w *destinationWatch) record(topic string, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.checked[topic] = true
 	_, was := w.missing[topic]
 	if err == nil {
 		if was {
@@ -101,7 +126,11 @@ func (w *destinationWatch) record(topic string, err error) {
 	}
 }
 
-// err is why some destination is unusable, naming each topic, or nil.
+// errNotChecked says a destination has not been checked yet.
+var errNotChecked = errors.New("checking: not checked yet")
+
+// err is why some destination is unusable or not known to be usable yet,
+// naming each topic, or nil.
 func (w *destinationWatch) err() error {
 	if w == nil {
 		return nil
@@ -110,7 +139,9 @@ func (w *destinationWatch) err() error {
 	defer w.mu.Unlock()
 	var errs []error
 	for _, t := range w.topics { // in configuration order
-		if err, ok := w.missing[t.Name]; ok {
+		if _, ok := t.Sink.(sinks.Checker); ok && !w.checked[t.Name] {
+			errs = append(errs, fmt.Errorf("destination of topic %s: %w", t.Name, errNotChecked))
+		} else if err, ok := w.missing[t.Name]; ok {
 			errs = append(errs, fmt.Errorf("destination of topic %s: %w", t.Name, err))
 		}
 	}

@@ -3,6 +3,7 @@ package amqp
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"sync"
 	"time"
@@ -36,7 +37,13 @@ func (s *Sink) channelEnded(sess *session, l listeners, closeErr *amqp091.Error)
 	drain(l, sess.tr)
 	pending := sess.tr.len()
 	sess.tr.fail(blameFor(closeErr, connClosed))
-	s.log.Warn("amqp channel closed", "url", s.endpoint, "connection_closed", connClosed, "unconfirmed", pending, "err", why)
+	if connClosed {
+		s.log.Warn("amqp channel closed", "url", s.endpoint, "connection_closed", connClosed, "unconfirmed", pending, "err", why)
+	} else {
+		// The broker closed the channel over a message (a missing
+		// exchange: one 404 per publish): once per interval, counted.
+		s.repeats.Add(slog.LevelWarn, "", "amqp channel closed by the broker", 1, why.Error())
+	}
 	return !connClosed
 }
 

@@ -49,11 +49,17 @@ func (s *Sink) Start(ctx context.Context, msgs []sinks.Message) (done <-chan str
 	for i, m := range msgs {
 		if size := int64(len(m.Body)); size > s.cfg.MaxMessageSize {
 			b.resolve(i, sinks.Permanent(fmt.Errorf("message of %d bytes exceeds max %d", size, s.cfg.MaxMessageSize)))
+		} else if n := len(m.RoutingKey); n > maxRoutingKey {
+			// A Kafka record key can be longer than an AMQP routing key.
+			b.resolve(i, sinks.Permanent(fmt.Errorf("routing key of %d bytes exceeds AMQP's %d", n, maxRoutingKey)))
 		}
 	}
 	s.send(ctx, b, msgs)
 	return b.done, b.result
 }
+
+// maxRoutingKey is the longest AMQP routing key (a short string).
+const maxRoutingKey = 255
 
 // answered is a Start result known at once.
 func answered(err error) (<-chan struct{}, func() error) {

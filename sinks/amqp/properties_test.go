@@ -1,6 +1,8 @@
 package amqp
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,5 +34,23 @@ func TestDeliveryCarriesEnvelopeProperties(t *testing.T) {
 	}
 	if dl.MessageId != m.ID || dl.Headers[sinks.HeaderID] != m.ID {
 		t.Errorf("MessageId %q, %s %v, want %q", dl.MessageId, sinks.HeaderID, dl.Headers[sinks.HeaderID], m.ID)
+	}
+}
+
+// A key longer than an AMQP routing key (a Kafka record key may be) fails
+// that message permanently, before anything is sent; the others go.
+func TestRoutingKeyLongerThanAMQPAllowsFailsPermanently(t *testing.T) {
+	t.Parallel()
+	d := newDest(t, nil)
+	c := d.consume(t)
+	s := newSink(t, testURL(), d, 0)
+	long := sinks.Message{ID: "long", Topic: "orders", Body: []byte("x"), Due: time.Now(), Attempt: 1, RoutingKey: strings.Repeat("k", 256)}
+	ok := sinks.Message{ID: "ok", Topic: "orders", Body: []byte("y"), Due: time.Now(), Attempt: 1}
+	errs := sinks.Results(publish(t, s, []sinks.Message{long, ok}), 2)
+	if !errors.Is(errs[0], sinks.ErrPermanent) || errs[1] != nil {
+		t.Fatalf("results %v, want a permanent failure for the 256-byte key and nil", errs)
+	}
+	if dl := c.next(t, 1, 30*time.Second)[0]; dl.MessageId != "ok" {
+		t.Errorf("delivered %q, want ok", dl.MessageId)
 	}
 }

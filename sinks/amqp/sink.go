@@ -30,7 +30,9 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
+	"github.com/delaybridge/delaybridge/internal/logrepeat"
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
@@ -44,6 +46,9 @@ type Sink struct {
 	cfg      Config
 	log      *slog.Logger
 	endpoint string // the URL without its password, for logs
+	// repeats logs the channel closes the broker makes over a message
+	// once per interval with a count (Close writes the last count).
+	repeats *logrepeat.Log
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -79,9 +84,11 @@ func New(cfg Config, log *slog.Logger) (*Sink, error) {
 		log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	log = log.With("sink", "amqp", "exchange", cfg.Exchange)
 	s := &Sink{
 		cfg:      cfg,
-		log:      log.With("sink", "amqp", "exchange", cfg.Exchange),
+		log:      log,
+		repeats:  logrepeat.New(log, 0),
 		endpoint: redact(cfg.URL),
 		ctx:      ctx,
 		cancel:   cancel,
@@ -144,5 +151,6 @@ func (s *Sink) Close() error {
 		s.cancel()
 	})
 	<-s.done
+	s.repeats.Flush(time.Now(), true)
 	return nil
 }

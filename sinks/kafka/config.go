@@ -15,9 +15,9 @@ import (
 
 // Key modes: what a record's key is.
 const (
-	KeyNone     = "none"     // no key: each Publish's records go to one partition, the partitions taken in turn
-	KeyID       = "id"       // the message id: every delivery of a message lands in one partition
-	KeyEnvelope = "envelope" // the envelope's routing key (Message.RoutingKey); none without one
+	KeyNone     = "none"     // no key, even for a message that has its own: each Publish's records go to one partition, the partitions taken in turn
+	KeyID       = "id"       // the message id, even for a message that has its own key: every delivery of a message lands in one partition
+	KeyEnvelope = "envelope" // the default: the message's own key (Message.RoutingKey, EmptyKey), byte for byte; none without one
 )
 
 // Size defaults.
@@ -37,9 +37,9 @@ type Config struct {
 	Brokers []string
 	// Topic is the Kafka topic. Required. The sink never creates it.
 	Topic string
-	// KeyMode is KeyNone (the default when empty), KeyID or KeyEnvelope.
-	// With a key, records are partitioned by the Java client's murmur2 hash
-	// of it, so other producers keying the same topic agree on partitions.
+	// KeyMode is KeyEnvelope (the default when empty), KeyNone or KeyID.
+	// A keyed record is partitioned by the Java client's murmur2 hash of
+	// its key, so other producers keying the same topic agree on partitions.
 	KeyMode string
 	// ClientID is sent to the brokers; default "delaybridge".
 	ClientID string
@@ -78,7 +78,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.KeyMode == "" {
-		c.KeyMode = KeyNone
+		c.KeyMode = KeyEnvelope
 	}
 	if c.ClientID == "" {
 		c.ClientID = "delaybridge"

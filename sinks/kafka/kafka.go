@@ -3,7 +3,9 @@
 // in-sync replica acknowledged them (acks=all).
 //
 // Each record carries the headers x-delaybridge-id, -topic, -due and
-// -attempt plus an envelope's headers, and a key chosen by Config.KeyMode.
+// -attempt plus an envelope's headers, and a key chosen by Config.KeyMode:
+// by default the message's own key (a Kafka intake's record key, byte for
+// byte), none for a message without one.
 // Failures are classified for the forwarder: a record a broker refuses
 // because of what it holds (too large, invalid) is permanent; a broker that
 // cannot be reached, drops the connection or does not answer within
@@ -11,9 +13,9 @@
 // topic, no leader, not enough replicas, any other broker error) is
 // retryable.
 //
-// Each Publish splits its records by partition (without a key, all of them
-// to one partition, the next in turn for each call; with a key, the Java
-// client's murmur2 of it) and sends one produce request per partition at
+// Each Publish splits its records by partition (those without a key all to
+// one partition, the next in turn for each call; each keyed one where the
+// Java client's default partitioner puts it: murmur2 of the key) and sends one produce request per partition at
 // once with kafka-go's Client: the Publish calls of different scanners
 // overlap instead of queuing behind one batch per partition, and nothing is
 // sent for a caller that gave up.
@@ -48,9 +50,13 @@ type Sink struct {
 	transport *kafkago.Transport
 	addr      net.Addr
 	// client sends produce requests, each bounded by Config.WriteTimeout.
-	client   *kafkago.Client
-	balancer kafkago.Balancer
-	codec    kafkago.Compression
+	client *kafkago.Client
+	// turns picks the partition of a Publish's records without a key (the
+	// next in turn); keyed records go where the Java client's murmur2 of
+	// the key says.
+	turns  kafkago.RoundRobin
+	murmur kafkago.Murmur2Balancer
+	codec  kafkago.Compression
 
 	ping pingCache
 
@@ -95,12 +101,6 @@ func New(cfg Config, log *slog.Logger) (*Sink, error) {
 		TLS:            cfg.TLS,
 		SASL:           mech,
 	}
-	var balancer kafkago.Balancer = &kafkago.RoundRobin{}
-	if cfg.KeyMode != KeyNone {
-		// Java-compatible partitioning; records without a key go to a
-		// random partition.
-		balancer = kafkago.Murmur2Balancer{}
-	}
 	addr := kafkago.TCP(cfg.Brokers...)
 	closing, shut := context.WithCancel(context.Background())
 	return &Sink{
@@ -109,7 +109,6 @@ func New(cfg Config, log *slog.Logger) (*Sink, error) {
 		transport: transport,
 		addr:      addr,
 		client:    &kafkago.Client{Addr: addr, Transport: transport, Timeout: cfg.WriteTimeout},
-		balancer:  balancer,
 		codec:     codec,
 		closing:   closing,
 		shut:      shut,
@@ -213,13 +212,15 @@ func (s *Sink) record(m *sinks.Message, now time.Time) kafkago.Message {
 	}
 }
 
+// key is the record key of m: nil (a null key) or the bytes of one, the
+// empty key included.
 func (s *Sink) key(m *sinks.Message) []byte {
 	switch s.cfg.KeyMode {
 	case KeyID:
 		return []byte(m.ID)
 	case KeyEnvelope:
-		if m.RoutingKey != "" {
-			return []byte(m.RoutingKey)
+		if m.RoutingKey != "" || m.EmptyKey {
+			return append([]byte{}, m.RoutingKey...)
 		}
 	}
 	return nil

@@ -119,21 +119,27 @@ func (s *Sink) partitions(ctx context.Context) ([]int, error) {
 }
 
 // assign maps each partition to the indexes of its records, in order.
-// Records without a key mode all go to one partition, the next in turn for
-// each Publish (like the Java client's sticky partitioner): one produce
-// request per Publish instead of one per partition, and a partition that
-// does not answer holds only the Publish calls that went to it.
+// Records without a key all go to one partition, the next in turn for each
+// Publish (like the Java client's sticky partitioner): one produce request
+// per Publish instead of one per partition, and a partition that does not
+// answer holds only the Publish calls that went to it. A keyed record goes
+// to the partition the Java client's default partitioner picks for its key
+// (murmur2; the empty key is a key), so consumers that rely on per-key
+// order keep it.
 func (s *Sink) assign(records []kafkago.Message, parts []int) map[int][]int {
-	if s.cfg.KeyMode == KeyNone {
-		idx := make([]int, len(records))
-		for j := range idx {
-			idx[j] = j
-		}
-		return map[int][]int{s.balancer.Balance(records[0], parts...): idx}
-	}
-	out := make(map[int][]int, len(parts))
+	out := make(map[int][]int, 1)
+	turn := -1
 	for j := range records {
-		p := s.balancer.Balance(records[j], parts...)
+		var p int
+		switch {
+		case records[j].Key != nil:
+			p = s.murmur.Balance(records[j], parts...)
+		case turn >= 0:
+			p = turn
+		default:
+			turn = s.turns.Balance(records[j], parts...)
+			p = turn
+		}
 		out[p] = append(out[p], j)
 	}
 	return out

@@ -3,11 +3,13 @@ package kafka
 import (
 	"bytes"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/delaybridge/delaybridge/sinks"
 )
@@ -195,3 +197,51 @@ func TestPublishPartitionsByCallWithoutKeyAndByKeyWithOne(t *testing.T) {
 		})
 	}
 }
+
+// By default a message's own key is the record key, byte for byte (binary,
+// with a 0 byte, empty: not null), and each keyed record is on the
+// partition the Java client's default partitioner picks for its key (franz-go's
+// murmur2 here, another implementation than the sink's); the records without
+// a key of one Publish share one partition.
+func TestPublishByDefaultKeepsEachMessagesOwnKeyByteForByteOnItsMurmur2Partition(t *testing.T) {
+	t.Parallel()
+	const partitions = 5
+	topic := uniqueTopic(t)
+	c := newCluster(t, topic, partitions)
+	s := newSink(t, Config{Brokers: []string{addr(c)}, Topic: topic})
+	keys := []*string{nil, ptr("user-42"), ptr("\x00"), ptr("a\x00b"), ptr("\xff\xfe\x00\x01"), ptr(""), nil, ptr(strings.Repeat("k", 300)), nil}
+	msgs := messages("own", len(keys))
+	want := map[string][]byte{}
+	for i, k := range keys {
+		if k != nil {
+			msgs[i].RoutingKey, msgs[i].EmptyKey = *k, *k == ""
+			want[msgs[i].ID] = []byte(*k)
+		}
+	}
+	if err := publish(t, s, msgs); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	java := kgo.StickyKeyPartitioner(nil).ForTopic(topic)
+	unkeyed := map[int32]bool{}
+	for _, r := range newConsumer(t, addr(c), topic).read(t, len(msgs), 30*time.Second) {
+		key, keyed := want[recordID(r)]
+		switch {
+		case !keyed:
+			if r.Key != nil {
+				t.Errorf("%s: key %q, want null", recordID(r), r.Key)
+			}
+			unkeyed[r.Partition] = true
+			continue
+		case r.Key == nil || !bytes.Equal(r.Key, key):
+			t.Errorf("%s: key %q (null %v), want %q", recordID(r), r.Key, r.Key == nil, key)
+		}
+		if p := int32(java.Partition(&kgo.Record{Key: key}, partitions)); r.Partition != p {
+			t.Errorf("%s: key %q on partition %d, want %d (murmur2)", recordID(r), key, r.Partition, p)
+		}
+	}
+	if len(unkeyed) != 1 {
+		t.Errorf("records without a key of one Publish on partitions %v, want one", unkeyed)
+	}
+}
+
+func ptr(s string) *string { return &s }
