@@ -47,7 +47,7 @@ type env struct {
 	SinkRedisMaxMessageSize string `envconfig:"SINK_REDIS_MAX_MESSAGE_SIZE" default:"134217728" desc:"largest body appended to a Redis stream, bytes (at most 536870912, Redis's proto-max-bulk-len); larger ones are dead-lettered"`
 
 	KeyPrefix string `envconfig:"KEY_PREFIX" default:"dq" desc:"prefix of every Redis key"`
-	Topics    string `envconfig:"TOPICS" desc:"comma list of topic names (required)"`
+	Topics    string `envconfig:"TOPICS" desc:"comma list of topic names (required); a name is 1 to 100 bytes of ASCII letters, digits, -, _ and ."`
 
 	BatchSize          string `envconfig:"BATCH_SIZE" default:"500" desc:"most messages claimed and published per round trip (1-5000)"`
 	MaxInflightBatches string `envconfig:"MAX_INFLIGHT_BATCHES" default:"2" desc:"claimed batches per slot not yet confirmed (1-64): a slow broker slows claiming"`

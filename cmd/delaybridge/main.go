@@ -54,6 +54,9 @@ func commands() []command {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	// The first signal asks for a graceful end; a second one ends the
+	// process at once, whatever it is waiting for.
+	go func() { <-ctx.Done(); stop() }()
 	code := dispatch(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr})
 	stop()
 	os.Exit(code)
