@@ -2,6 +2,7 @@ package console
 
 import (
 	"net"
+	"slices"
 	"strings"
 )
 
@@ -64,7 +65,9 @@ func DefaultHosts(addr net.Addr, configured string) []string {
 			if ip != nil && ip.To4() == nil {
 				host = "[" + host + "]"
 			}
-			names = append(names, host)
+			if !slices.Contains(names, strings.ToLower(host)) {
+				names = append(names, host)
+			}
 		}
 	}
 	out := make([]string, len(names))
