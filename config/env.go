@@ -47,7 +47,7 @@ type env struct {
 	SinkRedisMaxMessageSize string `envconfig:"SINK_REDIS_MAX_MESSAGE_SIZE" default:"134217728" desc:"largest body appended to a Redis stream, bytes (at most 536870912, Redis's proto-max-bulk-len); larger ones are dead-lettered"`
 
 	KeyPrefix string `envconfig:"KEY_PREFIX" default:"dq" desc:"prefix of every Redis key"`
-	Topics    string `envconfig:"TOPICS" desc:"comma list of topic names (required)"`
+	Topics    string `envconfig:"TOPICS" desc:"comma list of topic names (required); a name is 1 to 100 bytes of ASCII letters, digits, -, _ and ."`
 
 	BatchSize          string `envconfig:"BATCH_SIZE" default:"500" desc:"most messages claimed and published per round trip (1-5000)"`
 	MaxInflightBatches string `envconfig:"MAX_INFLIGHT_BATCHES" default:"2" desc:"claimed batches per slot not yet confirmed (1-64): a slow broker slows claiming"`
@@ -70,9 +70,12 @@ type env struct {
 	HeartbeatTTL      string `envconfig:"HEARTBEAT_TTL" default:"5s" desc:"how long a replica counts as live after its last heartbeat; keep it well above the slowest Redis call (a member of several MiB takes Redis a second or more to copy in a script), or a replica held up that long counts as gone and its slots move"`
 
 	// The web console (delaybridge console).
-	ConsoleAddr         string `envconfig:"CONSOLE_ADDR" default:"127.0.0.1:8081" desc:"listen address of the web console (delaybridge console)"`
-	ConsoleToken        string `envconfig:"CONSOLE_TOKEN" secret:"true" desc:"token that unlocks the console's actions (pause, requeue, purge, cancel, reschedule); empty: the console is read-only"`
-	ConsoleSecureCookie string `envconfig:"CONSOLE_SECURE_COOKIE" default:"false" desc:"true: the console's session cookie is Secure even over plain HTTP (behind a TLS-terminating proxy)"`
+	ConsoleAddr              string `envconfig:"CONSOLE_ADDR" default:"127.0.0.1:8081" desc:"listen address of the web console (delaybridge console)"`
+	ConsoleToken             string `envconfig:"CONSOLE_TOKEN" secret:"true" desc:"token that unlocks the console's actions (pause, requeue, purge, cancel, reschedule); empty: the console is read-only"`
+	ConsoleSecureCookie      string `envconfig:"CONSOLE_SECURE_COOKIE" default:"false" desc:"true: the console's session cookie is Secure even over plain HTTP (behind a TLS-terminating proxy)"`
+	ConsoleHosts             string `envconfig:"CONSOLE_HOSTS" desc:"comma list of the Host names the console answers to, name:port or name (any port); others get 421, which stops DNS rebinding. Empty: localhost, 127.0.0.1, [::1] and the CONSOLE_ADDR host, with its port"`
+	ConsoleReadRequiresToken string `envconfig:"CONSOLE_READ_REQUIRES_TOKEN" default:"false" desc:"true: topic and message pages (message bodies) need the console token too; the overview stays open. Without a token set, bodies are then shown to no one"`
+	ConsoleSessionTTL        string `envconfig:"CONSOLE_SESSION_TTL" default:"12h" desc:"how long a console login lasts (1m to 720h); logging out ends it at once, a console restart ends them all"`
 }
 
 // topicEnv is one topic's variables, DELAYBRIDGE_TOPIC_<NAME>_*.

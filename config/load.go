@@ -1,7 +1,6 @@
 package config
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -9,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/redis/go-redis/v9"
 
@@ -250,7 +248,7 @@ func (p *parser) tlsFiles(pre string, t TLS) {
 	case t.KeyFile == "":
 		p.fail(pre+"CERT_FILE", t.CertFile, "needs "+Prefix+"_"+pre+"KEY_FILE too")
 	default:
-		if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
+		if _, err := readKeyPair(t.CertFile, t.KeyFile); err != nil {
 			p.fail(pre+"CERT_FILE", t.CertFile, fmt.Sprintf("cannot be loaded with %s_%sKEY_FILE=%q: %v", Prefix, pre, t.KeyFile, err))
 		}
 	}
@@ -301,8 +299,8 @@ func (p *parser) topic(name, v string) Topic {
 		KafkaTopic: te.KafkaTopic,
 		KafkaKey:   p.oneOf(pre+"KAFKA_KEY", te.KafkaKey, "none", "id", "envelope"),
 	}
-	if strings.ContainsFunc(name, func(r rune) bool { return r == '{' || r == '}' || unicode.IsSpace(r) || unicode.IsControl(r) }) {
-		p.fail("TOPICS", name, "a topic name may not hold braces, white space or control characters")
+	if queue.CheckTopicName(name) != nil {
+		p.fail("TOPICS", name, queue.TopicNameRule)
 	}
 	if t.Slots&(t.Slots-1) != 0 {
 		p.fail(pre+"SLOTS", te.Slots, fmt.Sprintf("must be a power of two from 1 to %d (1, 2, 4, … %d)", queue.MaxSlots, queue.MaxSlots))

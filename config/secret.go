@@ -37,9 +37,9 @@ func (p *parser) readFiles(spec any) {
 				Problem: fmt.Sprintf("cannot be set together with %s_%s: set one of them", Prefix, name)})
 			continue
 		}
-		b, err := os.ReadFile(path)
+		b, err := readFile(path, maxSecretFile)
 		if err != nil {
-			p.errs = append(p.errs, &FieldError{Var: fileVar, Value: path, Problem: fmt.Sprintf("cannot be read: %v", err)})
+			p.errs = append(p.errs, &FieldError{Var: fileVar, Value: path, Problem: err.Error()})
 			continue
 		}
 		// Editors and `echo` end files with a newline that is not part of

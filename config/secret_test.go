@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -102,6 +103,10 @@ func TestSecretFileProblemsNameTheFileVariable(t *testing.T) {
 	}{
 		{"missing file", map[string]string{"REDIS_PASSWORD_FILE": filepath.Join(dir, "nope")}, "REDIS_PASSWORD_FILE", "cannot be read"},
 		{"directory", map[string]string{"KAFKA_SASL_PASSWORD_FILE": dir}, "KAFKA_SASL_PASSWORD_FILE", "cannot be read"},
+		{"device that never ends", map[string]string{"REDIS_PASSWORD_FILE": "/dev/zero"}, "REDIS_PASSWORD_FILE", "not a regular file"},
+		{"FIFO nobody writes", map[string]string{"REDIS_PASSWORD_FILE": fifo(t, dir)}, "REDIS_PASSWORD_FILE", "not a regular file (it is a FIFO)"},
+		{"file over 64 KiB", map[string]string{"AMQP_URL_FILE": writeFile(t, dir, "big", strings.Repeat("x", 64<<10+1))}, "AMQP_URL_FILE", "larger than 65536 bytes"},
+		{"CA file that never ends", map[string]string{"REDIS_CA_FILE": "/dev/zero"}, "REDIS_CA_FILE", "not a regular file"},
 		{"both the variable and its file", map[string]string{"AMQP_URL": "amqp://rabbit/", "AMQP_URL_FILE": writeFile(t, dir, "amqp", "amqp://rabbit/")}, "AMQP_URL_FILE", "together with DELAYBRIDGE_AMQP_URL"},
 		{"bad value in the file", map[string]string{"REDIS_URL_FILE": writeFile(t, dir, "redis", "mysql://db/")}, "REDIS_URL_FILE", "the file holds"},
 	}
@@ -218,4 +223,15 @@ func TestRedact(t *testing.T) {
 			t.Errorf("Redacted(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// fifo makes a named pipe that nobody writes: opening it for reading would
+// block for ever.
+func fifo(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatalf("mkfifo: %v", err)
+	}
+	return path
 }

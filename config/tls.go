@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 )
 
 // Config builds the client TLS configuration, or returns nil when TLS is not
@@ -51,9 +50,9 @@ func loadCAPool(path string) (*x509.CertPool, error) {
 // readCAPool is loadCAPool with errors that do not repeat the path, for
 // FieldErrors that show it already.
 func readCAPool(path string) (*x509.CertPool, error) {
-	b, err := os.ReadFile(path)
+	b, err := readFile(path, maxPEMFile)
 	if err != nil {
-		return nil, fmt.Errorf("cannot be read: %w", err)
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(b) {
@@ -72,9 +71,23 @@ func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
 	case keyFile == "":
 		return tls.Certificate{}, fmt.Errorf("client certificate file %s: needs a key file too", certFile)
 	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	cert, err := readKeyPair(certFile, keyFile)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("load client certificate %s and key %s: %w", certFile, keyFile, err)
 	}
 	return cert, nil
+}
+
+// readKeyPair is tls.LoadX509KeyPair through readFile: regular files of a
+// bounded size, read within a deadline.
+func readKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	certPEM, err := readFile(certFile, maxPEMFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("certificate %w", err)
+	}
+	keyPEM, err := readFile(keyFile, maxPEMFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("key %w", err)
+	}
+	return tls.X509KeyPair(certPEM, keyPEM)
 }

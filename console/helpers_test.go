@@ -42,7 +42,7 @@ func newFixture(t *testing.T, token string) *fixture {
 	if _, err := q.Register(context.Background(), prefix, "test-replica", ls); err != nil {
 		t.Fatalf("register: %v", err)
 	}
-	srv, err := console.New(console.Options{Queue: q, Prefix: prefix, Token: token})
+	srv, err := console.New(console.Options{Queue: q, Prefix: prefix, Token: token, Hosts: []string{"example.com"}})
 	if err != nil {
 		t.Fatalf("console.New: %v", err)
 	}

@@ -2,11 +2,14 @@ package console
 
 import (
 	"net/http"
+	"strconv"
+	"time"
 )
 
 // The login form trades the console token for a session cookie (HttpOnly,
 // SameSite=Strict, Secure over TLS or with SecureCookie), so a browser can
-// act without sending the token again.
+// act without sending the token again. Wrong tokens are limited per client
+// address (loginLimiter).
 
 type loginView struct {
 	base
@@ -23,11 +26,18 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	case s.opts.Token == "":
 		s.fail(w, r, http.StatusForbidden, "The console is read-only: DELAYBRIDGE_CONSOLE_TOKEN is not set, so there is nothing to log in to.")
 		return
-	case !sameOrigin(r):
+	case !s.sameOrigin(r):
 		s.fail(w, r, http.StatusForbidden, "Cross-site request refused.")
 		return
-	case !s.tokenOK(r.PostFormValue("token")):
-		s.opts.Log.Warn("console: login with a wrong token", "remote", r.RemoteAddr)
+	}
+	addr, now := clientAddr(r), time.Now()
+	if wait, ok := s.logins.allow(addr, now); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		s.fail(w, r, http.StatusTooManyRequests, "Too many wrong tokens from your address: try again in a minute.")
+		return
+	}
+	if !s.tokenOK(r.PostFormValue("token")) {
+		s.logins.failed(addr, now)
 		s.render(w, http.StatusUnauthorized, "login", "layout.html", loginView{base: s.base(r, "Log in"), Error: "Wrong token."})
 		return
 	}
@@ -35,10 +45,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
-// logout ends the session; it changes nothing in Redis, so it only needs a
-// same-origin request.
+// logout ends the session (deleted on the server: the cookie no longer works
+// anywhere); it changes nothing in Redis, so it only needs a same-origin
+// request.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
-	if !sameOrigin(r) {
+	if !s.sameOrigin(r) {
 		s.fail(w, r, http.StatusForbidden, "Cross-site request refused.")
 		return
 	}

@@ -60,7 +60,7 @@ func TestOverviewShowsTopicsBacklogAndSecurityHeaders(t *testing.T) {
 func TestOverviewSaysRedisIsUnreachableInsteadOfNumbers(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer rdb.Close()
-	srv, err := console.New(console.Options{Queue: queue.New(rdb), Prefix: "nowhere"})
+	srv, err := console.New(console.Options{Queue: queue.New(rdb), Prefix: "nowhere", Hosts: []string{"example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 )
@@ -28,6 +29,9 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
 	},
 	"age": func(d time.Duration) string { return shortDuration(d) },
+	// seg escapes one path segment: a topic registered before names were
+	// checked may hold '/', '?' or '#'.
+	"seg": url.PathEscape,
 }
 
 func parsePages() (map[string]*pageTemplate, error) {

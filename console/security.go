@@ -2,14 +2,11 @@ package console
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
 	"encoding/hex"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -19,9 +16,9 @@ import (
 const csp = "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; " +
 	"frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 
-// secure sets the security headers of every answer and logs each request by
-// method, path and status: never its query or form, which may name a
-// message.
+// secure sets the security headers of every answer, refuses a Host it does
+// not answer to (421; see hostSet) and logs each request by method, path and
+// status: never its query or form, which may name a message.
 func (s *Server) secure(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -31,7 +28,14 @@ func (s *Server) secure(next http.Handler) http.Handler {
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Cache-Control", "no-store")
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(sw, r)
+		if r.URL.Path != "/healthz" && !s.hosts.allows(r.Host) {
+			// The probes of an orchestrator send the pod's address:
+			// /healthz says only "ok", so it answers any host.
+			http.Error(sw, "421 misdirected request: this console does not answer to that host name "+
+				"(DELAYBRIDGE_CONSOLE_HOSTS)", http.StatusMisdirectedRequest)
+		} else {
+			next.ServeHTTP(sw, r)
+		}
 		s.opts.Log.Debug("console request", "method", r.Method, "path", r.URL.Path, "status", sw.status)
 	})
 }
@@ -46,13 +50,9 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-// sessionCookie holds "<sid>.<mac>": sid is random bytes and the time of
-// login, mac an HMAC of sid keyed by the token. No state on the server;
-// changing the token ends every session.
-const (
-	sessionCookie = "delaybridge_console"
-	sessionMaxAge = 12 * time.Hour
-)
+// sessionCookie holds a session id (see sessions); the CSRF token of a
+// session is an HMAC of its id keyed by the console token.
+const sessionCookie = "delaybridge_console"
 
 func (s *Server) mac(purpose, sid string) string {
 	m := hmac.New(sha256.New, []byte(s.opts.Token))
@@ -68,15 +68,18 @@ func (s *Server) tokenOK(presented string) bool {
 }
 
 func (s *Server) newSession(w http.ResponseWriter, r *http.Request) {
-	b := make([]byte, 18)
-	_, _ = rand.Read(b)
-	sid := base64.RawURLEncoding.EncodeToString(b) + "." + strconv.FormatInt(time.Now().Unix(), 10)
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sid + "." + s.mac("session", sid), Path: "/",
-		MaxAge: int(sessionMaxAge.Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode,
+	sid := s.sessions.create(time.Now())
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sid, Path: "/",
+		MaxAge: int(s.opts.SessionTTL.Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: r.TLS != nil || s.opts.SecureCookie})
 }
 
+// endSession deletes the request's session on the server and asks the
+// browser to drop the cookie.
 func (s *Server) endSession(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		s.sessions.end(c.Value)
+	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || s.opts.SecureCookie})
 }
@@ -87,33 +90,22 @@ func (s *Server) session(r *http.Request) (string, bool) {
 		return "", false
 	}
 	c, err := r.Cookie(sessionCookie)
-	if err != nil {
+	if err != nil || !s.sessions.valid(c.Value, time.Now()) {
 		return "", false
 	}
-	i := strings.LastIndexByte(c.Value, '.')
-	if i < 0 {
-		return "", false
-	}
-	sid, mac := c.Value[:i], c.Value[i+1:]
-	if !hmac.Equal([]byte(mac), []byte(s.mac("session", sid))) {
-		return "", false
-	}
-	_, issued, _ := strings.Cut(sid, ".")
-	sec, err := strconv.ParseInt(issued, 10, 64)
-	if err != nil || time.Since(time.Unix(sec, 0)) > sessionMaxAge {
-		return "", false
-	}
-	return sid, true
+	return c.Value, true
 }
 
 // csrfToken is the session's form token.
 func (s *Server) csrfToken(sid string) string { return s.mac("csrf", sid) }
 
 // sameOrigin refuses requests a browser made for another site: by
-// Sec-Fetch-Site when the browser sends it, and by Origin when present.
-// Under Referrer-Policy no-referrer a browser posts a form with "Origin:
-// null", so null passes only with Sec-Fetch-Site: same-origin.
-func sameOrigin(r *http.Request) bool {
+// Sec-Fetch-Site when the browser sends it, and by Origin when present: its
+// host must be the request's and one the console answers to (a rebound
+// evil.example sends Origin and Host both evil.example). Under
+// Referrer-Policy no-referrer a browser posts a form with "Origin: null", so
+// null passes only with Sec-Fetch-Site: same-origin.
+func (s *Server) sameOrigin(r *http.Request) bool {
 	site := r.Header.Get("Sec-Fetch-Site")
 	switch site {
 	case "", "same-origin", "none":
@@ -126,7 +118,7 @@ func sameOrigin(r *http.Request) bool {
 		return site == "same-origin"
 	default:
 		u, err := url.Parse(o)
-		if err != nil || u.Host != r.Host {
+		if err != nil || u.Host != r.Host || !s.hosts.allows(u.Host) {
 			return false
 		}
 	}
@@ -143,7 +135,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) bool {
 	case s.opts.Token == "":
 		s.fail(w, r, http.StatusForbidden, "The console is read-only: DELAYBRIDGE_CONSOLE_TOKEN is not set, so no action is allowed.")
 		return false
-	case !sameOrigin(r):
+	case !s.sameOrigin(r):
 		s.fail(w, r, http.StatusForbidden, "Cross-site request refused.")
 		return false
 	}
@@ -167,4 +159,30 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	return true
+}
+
+// reader guards a page that shows message bodies: with ReadRequiresToken it
+// needs a session or the bearer token, like an action but without the CSRF
+// token (a GET changes nothing).
+func (s *Server) reader(page http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.ReadRequiresToken {
+			if s.opts.Token == "" {
+				s.fail(w, r, http.StatusForbidden, "Message bodies are hidden: DELAYBRIDGE_CONSOLE_READ_REQUIRES_TOKEN is set and no DELAYBRIDGE_CONSOLE_TOKEN is.")
+				return
+			}
+			if _, ok := s.session(r); !ok && !s.bearerOK(r) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="delaybridge console"`)
+				s.fail(w, r, http.StatusUnauthorized, "Log in with the console token to read messages.")
+				return
+			}
+		}
+		page(w, r)
+	})
+}
+
+// bearerOK reports whether r carries the console token as a bearer token.
+func (s *Server) bearerOK(r *http.Request) bool {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && s.tokenOK(tok)
 }

@@ -30,6 +30,16 @@ type Options struct {
 	// SecureCookie marks the session cookie Secure over plain HTTP too (a
 	// TLS proxy in front); it is always Secure over TLS.
 	SecureCookie bool
+	// Hosts are the Host header values the console answers to
+	// (DELAYBRIDGE_CONSOLE_HOSTS, else DefaultHosts): "name:port", or "name"
+	// for any port. Empty: localhost, 127.0.0.1 and [::1] on any port.
+	Hosts []string
+	// ReadRequiresToken hides message bodies (topic pages, message pages,
+	// find) from anyone without a session or bearer token
+	// (DELAYBRIDGE_CONSOLE_READ_REQUIRES_TOKEN); the overview stays open.
+	ReadRequiresToken bool
+	// SessionTTL is how long a login lasts; 0 means DefaultSessionTTL.
+	SessionTTL time.Duration
 	// OwnershipAll: every replica scans every slot (DELAYBRIDGE_OWNERSHIP=all).
 	OwnershipAll bool
 	// Refresh is how often the overview refreshes itself; 0 means 3s.
@@ -39,10 +49,13 @@ type Options struct {
 
 // Server is the console's HTTP handler.
 type Server struct {
-	opts    Options
-	pages   map[string]*pageTemplate
-	cursors *cursorStore
-	handler http.Handler
+	opts     Options
+	pages    map[string]*pageTemplate
+	cursors  *cursorStore
+	hosts    hostSet
+	sessions *sessions
+	logins   *loginLimiter
+	handler  http.Handler
 }
 
 // redisTimeout bounds the Redis calls of one request.
@@ -63,7 +76,11 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, pages: pages, cursors: newCursorStore(10000)}
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = DefaultSessionTTL
+	}
+	s := &Server{opts: opts, pages: pages, cursors: newCursorStore(10000), hosts: newHostSet(opts.Hosts),
+		sessions: newSessions(opts.SessionTTL, 10000), logins: newLoginLimiter(opts.Log)}
 	s.handler = s.secure(s.routes())
 	return s, nil
 }
@@ -76,9 +93,9 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /{$}", s.overviewPage)
 	mux.HandleFunc("GET /overview/live", s.overviewLive)
 	mux.HandleFunc("GET /api/overview", s.overviewJSON)
-	mux.HandleFunc("GET /topics/{topic}", s.topicPage)
-	mux.HandleFunc("GET /topics/{topic}/find", s.findMessage)
-	mux.HandleFunc("GET /topics/{topic}/messages/{slot}/{mid}", s.messagePage)
+	mux.Handle("GET /topics/{topic}", s.reader(s.topicPage))
+	mux.Handle("GET /topics/{topic}/find", s.reader(s.findMessage))
+	mux.Handle("GET /topics/{topic}/messages/{slot}/{mid}", s.reader(s.messagePage))
 	mux.HandleFunc("GET /login", s.loginPage)
 	mux.HandleFunc("POST /login", s.login)
 	mux.HandleFunc("POST /logout", s.logout)
@@ -100,7 +117,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		<-ctx.Done()
+		tick := time.NewTicker(loginWindow)
+		defer tick.Stop()
+		for stop := false; !stop; {
+			select {
+			case now := <-tick.C:
+				s.logins.flush(now)
+			case <-ctx.Done():
+				stop = true
+			}
+		}
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)

@@ -100,6 +100,9 @@ func TestConsoleComponent(t *testing.T) {
 	if pe.env["DELAYBRIDGE_CONSOLE_ADDR"] != ":8081" {
 		t.Errorf("DELAYBRIDGE_CONSOLE_ADDR=%q: want :8081 (the default listens on loopback only)", pe.env["DELAYBRIDGE_CONSOLE_ADDR"])
 	}
+	if pe.env["DELAYBRIDGE_CONSOLE_READ_REQUIRES_TOKEN"] != "true" {
+		t.Errorf("DELAYBRIDGE_CONSOLE_READ_REQUIRES_TOKEN=%q: the console component must hide message bodies without the token", pe.env["DELAYBRIDGE_CONSOLE_READ_REQUIRES_TOKEN"])
+	}
 	tokenFile := pe.env["DELAYBRIDGE_CONSOLE_TOKEN_FILE"]
 	if tok, ok := pe.files[tokenFile]; !ok || tok != "" {
 		t.Errorf("DELAYBRIDGE_CONSOLE_TOKEN_FILE=%s: want a mounted, empty token (read-only by default), got %q (mounted %v)", tokenFile, tok, ok)
@@ -157,6 +160,9 @@ func TestHelmConsole(t *testing.T) {
 	checkVariables(t, "helm console", pe.env)
 	if pe.env["DELAYBRIDGE_CONSOLE_ADDR"] != ":8081" || pe.files[pe.env["DELAYBRIDGE_CONSOLE_TOKEN_FILE"]] != "t0ken" {
 		t.Errorf("console env %v: want DELAYBRIDGE_CONSOLE_ADDR=:8081 and the token file mounted", pe.env)
+	}
+	if pe.env["DELAYBRIDGE_CONSOLE_READ_REQUIRES_TOKEN"] != "true" {
+		t.Errorf("DELAYBRIDGE_CONSOLE_READ_REQUIRES_TOKEN=%q: the chart's console must hide message bodies without the token", pe.env["DELAYBRIDGE_CONSOLE_READ_REQUIRES_TOKEN"])
 	}
 	off, _ := renderChart(t, "console-off", nil, false)
 	if n := len(consoleOnly(off).objects); n != 0 {

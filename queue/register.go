@@ -60,8 +60,15 @@ func (q *Queue) LiveReplicas(ctx context.Context, prefix, self string) ([]string
 // and the registry may live on different nodes): two replicas started at the
 // same instant, with different layouts, into an empty replica set, can both
 // pass; the one that writes last is what the registry shows.
+//
+// A name outside TopicNameRule is refused (ErrBadTopicName).
 func (q *Queue) Register(ctx context.Context, prefix, self string, layouts []Layout) ([]Change, error) {
 	key := TopicsKey(prefix)
+	for _, l := range layouts {
+		if err := CheckTopicName(l.Name); err != nil {
+			return nil, fmt.Errorf("register in %s: %w", key, err)
+		}
+	}
 	changes, err := q.layoutChanges(ctx, key, layouts)
 	if err != nil || len(changes) == 0 {
 		return nil, err

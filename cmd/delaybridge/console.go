@@ -15,7 +15,10 @@ Serves the web console on DELAYBRIDGE_CONSOLE_ADDR (default 127.0.0.1:8081):
 every topic's backlog, slots, messages and the replicas, refreshing by
 itself; and, with DELAYBRIDGE_CONSOLE_TOKEN set, the actions of the CLI
 (pause, resume, requeue, purge, cancel, reschedule), each confirmed first.
-Without a token the console is read-only. It reads the same DELAYBRIDGE_*
+Without a token the console is read-only. It answers only the Host names of
+DELAYBRIDGE_CONSOLE_HOSTS (default: localhost, 127.0.0.1, [::1] and the
+listen host, with the port); DELAYBRIDGE_CONSOLE_READ_REQUIRES_TOKEN=true puts
+message bodies behind the token too. It reads the same DELAYBRIDGE_*
 variables as the other commands: topics from DELAYBRIDGE_TOPICS, else those
 the daemon registered in Redis.
 
@@ -43,17 +46,24 @@ func runConsole(ctx context.Context, args []string, s stdio) int {
 	for i, t := range c.cfg.Topics {
 		layouts[i] = layoutOf(c.cfg.KeyPrefix, t)
 	}
-	srv, err := console.New(console.Options{Queue: c.q, Prefix: c.cfg.KeyPrefix, Configured: layouts,
-		Token: c.cfg.Console.Token, SecureCookie: c.cfg.Console.SecureCookie,
-		OwnershipAll: c.cfg.Ownership == "all", Log: log})
-	if err != nil {
-		return c.fail(err)
-	}
 	ln, err := net.Listen("tcp", c.cfg.Console.Addr)
 	if err != nil {
 		return c.fail(fmt.Errorf("listen on %s: %w", c.cfg.Console.Addr, err))
 	}
-	log.Info("console listening", "addr", ln.Addr().String(), "read_only", c.cfg.Console.Token == "")
+	hosts := c.cfg.Console.Hosts
+	if len(hosts) == 0 {
+		hosts = console.DefaultHosts(ln.Addr(), c.cfg.Console.Addr)
+	}
+	srv, err := console.New(console.Options{Queue: c.q, Prefix: c.cfg.KeyPrefix, Configured: layouts,
+		Token: c.cfg.Console.Token, SecureCookie: c.cfg.Console.SecureCookie, Hosts: hosts,
+		ReadRequiresToken: c.cfg.Console.ReadRequiresToken, SessionTTL: c.cfg.Console.SessionTTL,
+		OwnershipAll: c.cfg.Ownership == "all", Log: log})
+	if err != nil {
+		_ = ln.Close()
+		return c.fail(err)
+	}
+	log.Info("console listening", "addr", ln.Addr().String(), "read_only", c.cfg.Console.Token == "",
+		"hosts", hosts, "read_requires_token", c.cfg.Console.ReadRequiresToken)
 	if err := srv.Serve(ctx, ln); err != nil {
 		return c.fail(err)
 	}

@@ -122,7 +122,14 @@ func (w *destinationWatch) record(topic string, err error) {
 	w.missing[topic] = err
 	if last, ok := w.logged[topic]; !ok || time.Since(last) >= w.logEvery {
 		w.logged[topic] = time.Now()
-		w.log.Error("destination missing: every publish of this topic fails until it is created", "topic", topic, "err", err)
+		if errors.Is(err, sinks.ErrAuth) {
+			// Not a missing destination: the broker refused who we are,
+			// and no publish of this sink goes through until the
+			// credentials or permissions are fixed.
+			w.log.Error("broker refused the credentials: every publish of this topic fails until they are fixed", "topic", topic, "err", err)
+		} else {
+			w.log.Error("destination missing: every publish of this topic fails until it is created", "topic", topic, "err", err)
+		}
 	}
 }
 

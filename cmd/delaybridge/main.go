@@ -57,6 +57,9 @@ func commands() []command {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	// The first signal asks for a graceful end; a second one ends the
+	// process at once, whatever it is waiting for.
+	go func() { <-ctx.Done(); stop() }()
 	if len(os.Args) > 1 && os.Args[1] != "run" && os.Args[1] != "console" {
 		// A one-shot command says in its own words that Redis is
 		// unreachable; go-redis's pool lines before it are noise. The

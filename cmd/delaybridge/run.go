@@ -20,6 +20,7 @@ import (
 	"github.com/delaybridge/delaybridge/forwarder"
 	"github.com/delaybridge/delaybridge/internal/procs"
 	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/sinks"
 )
 
 // runDaemon is `delaybridge run`: forward until SIGTERM, then shut down
@@ -222,13 +223,9 @@ func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwar
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		err := ready(ctx, rdb, topics)
-		if err == nil {
-			err = dests.err()
-		}
-		if err == nil {
-			err = intakesHealth(intakes)
-		}
+		// Every failing dependency, not the first: a Redis outage must not
+		// hide refused broker credentials, which need another fix.
+		err := errors.Join(ready(ctx, rdb, topics), dests.err(), intakesHealth(intakes))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
@@ -238,17 +235,22 @@ func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwar
 	return mux
 }
 
-// ready reports whether Redis and every sink are reachable.
+// ready reports whether Redis and every sink are reachable, joining every
+// failure. A sink whose broker refused the credentials says so first: it is
+// no outage that passes by itself.
 func ready(ctx context.Context, rdb redis.UniversalClient, topics []forwarder.Topic) error {
+	var errs []error
 	if err := rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("redis: %w", err)
+		errs = append(errs, fmt.Errorf("redis: %w", err))
 	}
 	for _, t := range topics {
 		if p, ok := t.Sink.(interface{ Ping(context.Context) error }); ok {
-			if err := p.Ping(ctx); err != nil {
-				return fmt.Errorf("sink of topic %s: %w", t.Name, err)
+			if err := p.Ping(ctx); errors.Is(err, sinks.ErrAuth) {
+				errs = append(errs, fmt.Errorf("sink of topic %s: broker refused the credentials: %w", t.Name, err))
+			} else if err != nil {
+				errs = append(errs, fmt.Errorf("sink of topic %s: %w", t.Name, err))
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package amqp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -42,6 +43,7 @@ const reconnectJitter = 0.2
 func (s *Sink) run() {
 	defer close(s.done)
 	retry := backoff.New(backoff.Policy{Min: s.cfg.ReconnectMin, Max: s.cfg.ReconnectMax, Jitter: reconnectJitter})
+	var refusals connectLog
 	for s.ctx.Err() == nil {
 		conn, w, err := s.dial()
 		if err != nil {
@@ -49,19 +51,46 @@ func (s *Sink) run() {
 				return
 			}
 			wait := retry.Next()
-			s.setDown(refusedLogin(fmt.Errorf("connect to %s: %w", s.endpoint, err)))
-			s.log.Warn("amqp connect failed", "url", s.endpoint, "retry_in", wait, "err", err)
+			why := refusedLogin(fmt.Errorf("connect to %s: %w", s.endpoint, err))
+			s.setDown(why)
+			refusals.failed(s, why, err, wait)
 			s.sleep(wait)
 			continue
 		}
 		s.log.Info("amqp connected", "url", s.endpoint)
 		retry.Reset()
+		refusals = connectLog{}
 		s.serve(conn, w, retry)
 		if s.ctx.Err() == nil {
 			s.sleep(retry.Next())
 		}
 	}
 	s.setDown(errClosed)
+}
+
+// refusedLogEvery is how often a broker that keeps refusing the credentials
+// is logged: a reconnect every few seconds must not flood the log.
+const refusedLogEvery = time.Minute
+
+// connectLog logs failed connects: an outage at WARN each time, refused
+// credentials at ERROR once per refusedLogEvery with a count, since they
+// are not an outage that passes by itself.
+type connectLog struct {
+	refused int
+	logged  time.Time
+}
+
+func (l *connectLog) failed(s *Sink, why, err error, wait time.Duration) {
+	if !errors.Is(why, sinks.ErrAuth) {
+		s.log.Warn("amqp connect failed", "url", s.endpoint, "retry_in", wait, "err", err)
+		return
+	}
+	l.refused++
+	if time.Since(l.logged) >= refusedLogEvery {
+		s.log.Error("amqp connect refused: broker refused the credentials or the vhost", "url", s.endpoint,
+			"count", l.refused, "err", err)
+		l.refused, l.logged = 0, time.Now()
+	}
 }
 
 // serve opens channels on conn, reopening one the broker closed, until conn
