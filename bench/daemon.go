@@ -16,11 +16,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/delaybridge/delaybridge/internal/e2etest"
+	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
 )
 
 // daemon is one running delaybridge process, launched as the tests launch
-// theirs (internal/e2etest).
+// theirs (internal/testing/e2etest).
 type daemon struct {
 	*e2etest.Daemon
 	finished bool

@@ -47,10 +47,7 @@ var ranks = []struct {
 	// main packages: wiring only.
 	{"cmd/...", 3},
 	// Test tooling, benches, examples and generators.
-	{"internal/e2etest", tooling},
-	{"internal/faultproxy", tooling},
-	{"internal/redistest", tooling},
-	{"internal/testpki", tooling},
+	{"internal/testing/...", tooling},
 	{"internal/layout", tooling},
 	{"config/internal/gendoc", tooling},
 	{"bench", tooling},
@@ -129,7 +126,7 @@ func TestImportRuleRefusesTheArrowsTheDesignForbids(t *testing.T) {
 		{"forwarder", "console"},
 		{"internal/backoff", "queue"},
 		{"forwarder", "cmd/delaybridge"},
-		{"queue", "internal/redistest"},
+		{"queue", "internal/testing/redistest"},
 		{"forwarder", "a/package/nobody/placed"},
 	} {
 		if ok, _ := importAllowed(bad[0], bad[1]); ok {
@@ -142,7 +139,7 @@ func TestImportRuleRefusesTheArrowsTheDesignForbids(t *testing.T) {
 		{"sinks/amqp", "sinks"},
 		{"console", "queue"},
 		{"cmd/delaybridge", "forwarder"},
-		{"internal/e2etest", "sinks"},
+		{"internal/testing/e2etest", "sinks"},
 	} {
 		if ok, why := importAllowed(good[0], good[1]); !ok {
 			t.Errorf("importAllowed(%s -> %s) = false (%s), want true", good[0], good[1], why)
