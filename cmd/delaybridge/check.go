@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/delaybridge/delaybridge/config"
+	"github.com/delaybridge/delaybridge/redisclient"
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
@@ -90,7 +91,7 @@ func printCheck(s stdio, topics int, lines []checkLine) {
 }
 
 func checkRedis(ctx context.Context, cfg config.Config) checkLine {
-	rdb, err := cfg.Redis.Client()
+	rdb, err := redisclient.New(cfg.Redis)
 	if err == nil {
 		err = rdb.Ping(ctx).Err()
 		rdb.Close()

@@ -20,6 +20,7 @@ import (
 	"github.com/delaybridge/delaybridge/forwarder"
 	"github.com/delaybridge/delaybridge/internal/procs"
 	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/redisclient"
 )
 
 // runDaemon is `delaybridge run`: forward until SIGTERM, then shut down
@@ -78,7 +79,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	for _, name := range cfg.Unused(os.Environ()) {
 		log.Warn("variable is not used by this configuration (misspelt, or its topic is not in DELAYBRIDGE_TOPICS?)", "var", name)
 	}
-	rdb, err := cfg.Redis.Client()
+	rdb, err := redisclient.New(cfg.Redis)
 	if err != nil {
 		return fmt.Errorf("redis client: %w", err)
 	}

@@ -44,8 +44,10 @@ var ranks = []struct {
 	{"config", 2},
 	{"console", 2},
 	{"sinks/...", 2},
+	// Connecting as the configuration says (it reads config).
+	{"redisclient", 3},
 	// main packages: wiring only.
-	{"cmd/...", 3},
+	{"cmd/...", 4},
 	// Test tooling, benches, examples and generators.
 	{"internal/testing/...", tooling},
 	{"internal/layout", tooling},
@@ -123,6 +125,8 @@ func TestImportRuleRefusesTheArrowsTheDesignForbids(t *testing.T) {
 		{"sinks/amqp", "forwarder"},
 		{"sinks/kafka", "sinks/amqp"},
 		{"forwarder", "config"},
+		{"config", "redisclient"},
+		{"queue", "redisclient"},
 		{"forwarder", "console"},
 		{"internal/backoff", "queue"},
 		{"forwarder", "cmd/delaybridge"},
