@@ -94,27 +94,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	reg := newRegistry()
 	metrics := forwarder.NewMetrics(reg)
 
-	fw, err := forwarder.New(forwarder.Options{
-		Queue:                queue.New(rdb),
-		Topics:               topics,
-		KeyPrefix:            cfg.KeyPrefix,
-		BatchSize:            cfg.BatchSize,
-		MaxInflightBatches:   cfg.MaxInflightBatches,
-		Lease:                cfg.Lease,
-		MaxAttempts:          cfg.MaxAttempts,
-		RetryBackoff:         cfg.RetryBackoff,
-		RetryBackoffMax:      cfg.RetryBackoffMax,
-		PollInterval:         cfg.PollInterval,
-		KeyspaceEvents:       cfg.KeyspaceEvents,
-		KeyspacePollInterval: cfg.KeyspacePollInterval,
-		ShutdownTimeout:      cfg.ShutdownTimeout,
-		ReplicaID:            cfg.ReplicaID,
-		AllSlots:             cfg.Ownership == "all",
-		HeartbeatInterval:    cfg.HeartbeatInterval,
-		HeartbeatTTL:         cfg.HeartbeatTTL,
-		Metrics:              metrics,
-		Log:                  log,
-	})
+	fw, err := forwarder.New(forwarderOptions(cfg, queue.New(rdb), topics, metrics, log))
 	if err != nil {
 		return err
 	}
