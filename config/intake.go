@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 
 	"github.com/delaybridge/delaybridge/queue"
@@ -48,16 +49,21 @@ func (p *parser) intakesUsed(c Config, e *env) {
 	}
 }
 
-// intakeValues are the topic's intake settings as Redacted shows them.
+// intakeValues are the topic's intake settings as Redacted shows them. A
+// topic without an intake reads none of its INTAKE_* settings; its prefetch
+// shows the default (the start-up log said "0" where the default is 256).
 func (t Topic) intakeValues(pre string) map[string]string {
 	src := t.Intake
+	prefetch := strconv.Itoa(t.IntakePrefetch)
 	if src == "" {
 		src = "none"
+		f, _ := reflect.TypeFor[topicEnv]().FieldByName("IntakePrefetch")
+		prefetch = f.Tag.Get("default")
 	}
 	return map[string]string{
 		pre + "INTAKE":             src,
 		pre + "INTAKE_QUEUE":       t.IntakeQueue,
-		pre + "INTAKE_PREFETCH":    strconv.Itoa(t.IntakePrefetch),
+		pre + "INTAKE_PREFETCH":    prefetch,
 		pre + "INTAKE_KAFKA_TOPIC": t.IntakeKafkaTopic,
 	}
 }

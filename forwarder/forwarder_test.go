@@ -82,6 +82,10 @@ func TestBrokerRefusalsRetryWithBackoffThenDeadLetterWithReason(t *testing.T) {
 	if n, _ := q.Client().HLen(ctx, k.Attempts).Result(); n != 0 {
 		t.Errorf("attempts record kept after dead-lettering")
 	}
+	// get and ls --state dead showed "attempts 0" after refused publishes.
+	if e, err := q.Inspect(ctx, topic, []byte("poison")); err != nil || e.State != "dead" || e.Attempts != 3 {
+		t.Errorf("Inspect of the dead message = %+v, %v; want dead after 3 attempts", e, err)
+	}
 }
 
 func TestPermanentFailureDeadLettersAtOnceAndOthersFlow(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 var buryScript = slotScript(nowLua, `
 redis.call('ZADD', dead, now, ARGV[1])
 redis.call('HSET', reasons, ARGV[1], ARGV[2])
+redis.call('HDEL', deadatts, ARGV[1])
 return 1
 `)
 

@@ -35,6 +35,9 @@ return {0, m}
 // scheduled. A member already claimed is not cancelled: the error wraps
 // ErrInFlight and nothing changes.
 func (q *Queue) Cancel(ctx context.Context, t Topic, member []byte) (bool, error) {
+	if err := q.checkLayout(ctx, t); err != nil {
+		return false, fmt.Errorf("cancel: %w", err)
+	}
 	id := t.memberID(string(member))
 	return q.cancelIn(ctx, t, t.memberCandidates(member), string(member), id)
 }
@@ -43,6 +46,9 @@ func (q *Queue) Cancel(ctx context.Context, t Topic, member []byte) (bool, error
 // claimed (else the error wraps ErrInFlight and nothing changes).
 func (q *Queue) CancelID(ctx context.Context, t Topic, id string) (bool, error) {
 	if err := t.needEnvelope(id); err != nil {
+		return false, fmt.Errorf("cancel: %w", err)
+	}
+	if err := q.checkLayout(ctx, t); err != nil {
 		return false, fmt.Errorf("cancel: %w", err)
 	}
 	return q.cancelIn(ctx, t, t.slotCandidates([]byte(id)), "", id)

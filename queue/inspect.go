@@ -13,8 +13,8 @@ import (
 // ARGV[2] -> envelope id ("" for a raw member)
 //
 // Returns {} when the id names nothing, else {member, score or "", lease
-// deadline or "", time of death or "", original due or "", attempts, last
-// error or ""}.
+// deadline or "", time of death or "", original due or "", attempts (a dead
+// member's when it is neither scheduled nor in flight), last error or ""}.
 var inspectScript = slotScript(`
 local m = ARGV[1]
 if m == '' then
@@ -22,8 +22,10 @@ if m == '' then
   if not m then return {} end
 end
 local function z(key) return redis.call('ZSCORE', key, m) or '' end
-return {m, z(sched), z(inflight), z(dead), redis.call('HGET', dues, m) or '',
-  redis.call('HGET', attempts, m) or '0', redis.call('HGET', reasons, m) or ''}
+local s, f, d = z(sched), z(inflight), z(dead)
+local n = redis.call('HGET', attempts, m)
+if not n and s == '' and f == '' then n = redis.call('HGET', deadatts, m) end
+return {m, s, f, d, redis.call('HGET', dues, m) or '', n or '0', redis.call('HGET', reasons, m) or ''}
 `)
 
 // Inspect says where member is on t: in flight, retrying, scheduled, dead or

@@ -48,8 +48,12 @@ type SlotKeys struct {
 	Attempts   string // HASH member → failed publish attempts
 	Dead       string // ZSET member → time of death (ms)
 	DeadReason string // HASH member → last error text
-	IDs        string // HASH id → member (envelope topics)
-	Paused     string // HASH since → ms, reason → text, while the topic is paused (see Pause)
+	// DeadAttempts is HASH member → the failed publish attempts a dead
+	// member had when it died (absent: none); kept apart from Attempts so
+	// the hot path's "has anything failed" test stays cheap.
+	DeadAttempts string
+	IDs          string // HASH id → member (envelope topics)
+	Paused       string // HASH since → ms, reason → text, while the topic is paused (see Pause)
 }
 
 // Validate reports whether the topic can be used.
@@ -109,14 +113,15 @@ func (t Topic) Keys(slot int) SlotKeys {
 		sched = base
 	}
 	return SlotKeys{
-		Scheduled:  sched,
-		Inflight:   base + ":inflight",
-		Due:        base + ":due",
-		Attempts:   base + ":attempts",
-		Dead:       base + ":dead",
-		DeadReason: base + ":dead:reason",
-		IDs:        base + ":ids",
-		Paused:     base + ":paused",
+		Scheduled:    sched,
+		Inflight:     base + ":inflight",
+		Due:          base + ":due",
+		Attempts:     base + ":attempts",
+		Dead:         base + ":dead",
+		DeadReason:   base + ":dead:reason",
+		DeadAttempts: base + ":dead:attempts",
+		IDs:          base + ":ids",
+		Paused:       base + ":paused",
 	}
 }
 

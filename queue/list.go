@@ -115,7 +115,7 @@ if #items == 0 then return out end
 local ms = {}
 for i = 1, #items, 2 do ms[#ms + 1] = items[i] end
 local ds = redis.call('HMGET', dues, unpack(ms))
-local as = redis.call('HMGET', attempts, unpack(ms))
+local as = redis.call('HMGET', ARGV[1] == 'dead' and deadatts or attempts, unpack(ms))
 local rs = redis.call('HMGET', reasons, unpack(ms))
 for j = 1, #ms do
   out[#out + 1] = ms[j]

@@ -140,7 +140,7 @@ func TestInspectFindsEveryState(t *testing.T) {
 		"waiting": {State: "scheduled"},
 		"flying":  {State: "inflight"},
 		"failing": {State: "retrying", Attempts: 1, LastError: "nack"},
-		"poison":  {State: "dead", LastError: "too large"},
+		"poison":  {State: "dead", Attempts: 1, LastError: "too large"},
 		"never":   {State: "absent"},
 	} {
 		e, err := f.q.InspectID(f.ctx, f.tp, id)

@@ -108,6 +108,9 @@ func (q *Queue) Get(ctx context.Context, t Topic, id string) (Info, error) {
 	if err := t.needEnvelope(id); err != nil {
 		return Info{}, fmt.Errorf("get: %w", err)
 	}
+	if err := q.checkLayout(ctx, t); err != nil {
+		return Info{}, fmt.Errorf("get: %w", err)
+	}
 	var slot int
 	var res []string
 	for _, slot = range t.slotCandidates([]byte(id)) { // see slotCandidates: resized topics

@@ -27,6 +27,7 @@ return n
 const purgeLua = `
 local function purge(m)
   if redis.call('ZREM', dead, m) == 0 then return false end
+  redis.call('HDEL', deadatts, m)
   if not redis.call('ZSCORE', sched, m) and not redis.call('ZSCORE', inflight, m) then
     redis.call('HDEL', reasons, m)
   end

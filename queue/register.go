@@ -78,7 +78,9 @@ func (q *Queue) Register(ctx context.Context, prefix, self string, layouts []Lay
 			return nil, err
 		}
 		if len(live) > 0 {
-			return nil, fmt.Errorf("register in %s: %s; live replicas %s forward by the registered layout (stop them all to change it): %w",
+			return nil, fmt.Errorf("register in %s: %s; live replicas %s forward by the registered layout: %w: "+
+				"keep the registered settings, or stop every replica and start them again with the new ones "+
+				"(the first to start takes the registry over; `delaybridge topics` shows it)",
 				key, strings.Join(conflicts, "; "), strings.Join(live, ", "), ErrLayoutMismatch)
 		}
 	}

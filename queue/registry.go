@@ -195,8 +195,10 @@ func (q *Queue) CheckTopic(ctx context.Context, t Topic) error {
 		return err
 	}
 	if local := LayoutOf(t); !local.SameData(l) {
-		return fmt.Errorf("topic %s: local settings (%s) vs registry %s (%s): %w",
-			t.Name, local, TopicsKey(t.KeyPrefix()), l, ErrLayoutMismatch)
+		return fmt.Errorf("topic %s: local settings (%s) vs registry %s (%s): %w: "+
+			"use the registered settings, or change the registry: restart every daemon replica with the new ones "+
+			"(with none left on the old ones, the first to start takes the registry over) or `delaybridge topics set %s`",
+			t.Name, local, TopicsKey(t.KeyPrefix()), l, ErrLayoutMismatch, t.Name)
 	}
 	return nil
 }

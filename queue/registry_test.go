@@ -81,6 +81,20 @@ func TestScheduleRefusesSettingsThatDisagreeWithTheRegistry(t *testing.T) {
 	if !errors.Is(err, ErrLayoutMismatch) {
 		t.Errorf("ScheduleBatch = %v, want ErrLayoutMismatch", err)
 	}
+	// Every producer call checks as Schedule does: Reschedule reported "no
+	// such message" and CancelID false without an error.
+	if _, err := f.q.Reschedule(f.ctx, f.tp, ByID("x"), In(time.Hour)); !errors.Is(err, ErrLayoutMismatch) {
+		t.Errorf("Reschedule = %v, want ErrLayoutMismatch", err)
+	}
+	if _, err := f.q.CancelID(f.ctx, f.tp, "x"); !errors.Is(err, ErrLayoutMismatch) {
+		t.Errorf("CancelID = %v, want ErrLayoutMismatch", err)
+	}
+	if _, err := f.q.Cancel(f.ctx, f.tp, []byte(`{"id":"x","body":"b"}`)); !errors.Is(err, ErrLayoutMismatch) {
+		t.Errorf("Cancel = %v, want ErrLayoutMismatch", err)
+	}
+	if _, err := f.q.Get(f.ctx, f.tp, "x"); !errors.Is(err, ErrLayoutMismatch) {
+		t.Errorf("Get = %v, want ErrLayoutMismatch", err)
+	}
 	raw := f.tp
 	raw.Slots, raw.Format = 8, FormatRaw
 	if err := f.q.CheckTopic(f.ctx, raw); !errors.Is(err, ErrLayoutMismatch) {

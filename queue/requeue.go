@@ -104,6 +104,7 @@ for i = 3, #ARGV, 2 do
     else
       redis.call('ZREM', dead, m)
       redis.call('HDEL', reasons, m)
+      redis.call('HDEL', deadatts, m)
       redis.call('HDEL', dues, m)
       redis.call('HDEL', attempts, m)
       redis.call('ZADD', sched, 'NX', nowstr, m)

@@ -57,6 +57,9 @@ func (q *Queue) Reschedule(ctx context.Context, t Topic, ref Ref, when When) (Re
 	if err != nil {
 		return Receipt{}, fmt.Errorf("reschedule in %s: %w", t.Name, err)
 	}
+	if err := q.checkLayout(ctx, t); err != nil {
+		return Receipt{}, fmt.Errorf("reschedule: %w", err)
+	}
 	var slots []int
 	var member, id string
 	if ref.ID != "" {

@@ -15,6 +15,7 @@ import "github.com/redis/go-redis/v9"
 // KEYS[6] -> dead reason HASH (reasons)
 // KEYS[7] -> ids HASH, envelope topics (ids)
 // KEYS[8] -> paused HASH, exists while the topic is paused (paused)
+// KEYS[9] -> dead attempts HASH: attempts of a dead member (deadatts)
 //
 // Every script reads "now" from Redis's TIME, in whole milliseconds rounded
 // down: a score s is due when s <= now, so an integer score is never claimed
@@ -26,12 +27,13 @@ import "github.com/redis/go-redis/v9"
 
 // slotKeys is the KEYS list of every slot script, in the order slotLua binds.
 func slotKeys(k SlotKeys) []string {
-	return []string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason, k.IDs, k.Paused}
+	return []string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason, k.IDs, k.Paused, k.DeadAttempts}
 }
 
 // slotLua names the keys of slotKeys.
 const slotLua = `
 local sched, inflight, dues, attempts, dead, reasons, ids, paused = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local deadatts = KEYS[9]
 `
 
 // nowLua sets the local "now" (ms, integer-valued float) from TIME.
@@ -65,15 +67,22 @@ end
 
 // buryLua defines bury(m, why, id): move member m, already taken out of the
 // scheduled or in-flight set, to the dead set at now with the reason why,
-// forget its due and attempts records, and drop its id ("" for none) from
-// the ids index. Claim (-inf scores), Retry (last or permanent failure) and
+// forget its due record, move its attempts to the dead attempts (so get and
+// ls show how often it failed), and drop its id ("" for none) from the ids
+// index. Claim (-inf scores), Retry (last or permanent failure) and
 // Reap (+inf scores) all dead-letter through it. Needs nowLua and idsLua.
 const buryLua = `
 local function bury(m, why, id)
   redis.call('ZADD', dead, now, m)
   redis.call('HSET', reasons, m, why)
   redis.call('HDEL', dues, m)
-  redis.call('HDEL', attempts, m)
+  local n = redis.call('HGET', attempts, m)
+  if n then
+    redis.call('HSET', deadatts, m, n)
+    redis.call('HDEL', attempts, m)
+  else
+    redis.call('HDEL', deadatts, m)
+  end
   unmap(id, m)
 end
 `

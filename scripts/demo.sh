@@ -5,8 +5,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sink=${1:-amqp}
-export SERVICES_STATE_DIR=${SERVICES_STATE_DIR:-$(mktemp -d)}
-cleanup() { scripts/services.sh stop; }
+# The services' state folder is ours to remove when we made it (each demo
+# left an empty one in /tmp).
+own_state=
+if [ -z "${SERVICES_STATE_DIR:-}" ]; then
+	SERVICES_STATE_DIR=$(mktemp -d)
+	own_state=$SERVICES_STATE_DIR
+fi
+export SERVICES_STATE_DIR
+cleanup() {
+	scripts/services.sh stop
+	if [ -n "$own_state" ]; then rmdir "$own_state" 2>/dev/null || true; fi
+}
 trap cleanup EXIT
 scripts/services.sh start
 go run ./examples/demo -sink "$sink" -daemon bin/delaybridge -devkafka bin/devkafka

@@ -8,12 +8,13 @@ import (
 	"github.com/delaybridge/delaybridge/queue"
 )
 
-const cancelUsage = `usage: delaybridge cancel [flags] TOPIC (--id ID | MEMBER)
+const cancelUsage = `usage: delaybridge cancel [flags] TOPIC (--id ID | --member MEMBER | --member-file FILE | MEMBER)
 
-Cancels a message that is not yet claimed: by id on an envelope topic, or by
-its member, byte for byte (MEMBER "-" reads it from standard input). A message
-already claimed is being delivered: cancel then changes nothing, says so and
-exits 1, as it does when there is no such message.
+Cancels a message that is not yet claimed. A message already claimed is
+being delivered: cancel then changes nothing, says so and exits 1, as it
+does when there is no such message.
+
+` + memberHelp + `  MEMBER             as --member ("-": standard input)
 
 Examples:
   delaybridge cancel orders --id order-42
@@ -23,37 +24,45 @@ Examples:
 // runCancel is `delaybridge cancel`.
 func runCancel(ctx context.Context, args []string, s stdio) int {
 	fs := newFlags("cancel", cancelUsage, s)
-	id := fs.String("id", "", "envelope topics: the message `id`")
+	mf := addMemberFlags(fs)
+	id := mf.id
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	pos, code, ok := parseFlags(fs, args, s)
 	if !ok {
 		return code
 	}
-	if len(pos) != 1+boolInt(*id == "") {
-		return badUsage(fs, s, "want TOPIC and either --id or MEMBER")
+	if len(pos) < 1 || len(pos) > 2 {
+		return badUsage(fs, s, "want TOPIC and one of --id, --member, --member-file or MEMBER")
+	}
+	if err := mf.check(len(pos) == 2); err != nil {
+		return badUsage(fs, s, "%v", err)
 	}
 	c, t, code := openTopic(fs, s, pos[0])
 	if c == nil {
 		return code
 	}
 	defer c.close()
-	var (
-		cancelled bool
-		err       error
-	)
+	ref, err := mf.ref(ctx, c, t, positionalMember(pos))
+	if err != nil && !errors.Is(err, queue.ErrNotFound) {
+		return c.fail(err)
+	}
+	var cancelled bool
 	what := "id " + *id
-	if *id != "" {
-		cancelled, err = c.q.CancelID(ctx, t, *id)
-	} else {
-		member, rerr := readInput(s, pos[1], true)
-		if rerr != nil {
-			return c.fail(rerr)
+	switch {
+	case err != nil:
+		fmt.Fprintf(s.err, "delaybridge cancel: %v\n", err)
+	case ref.ID != "":
+		cancelled, err = c.q.CancelID(ctx, t, ref.ID)
+	default:
+		if *id == "" {
+			what = "member " + printable(ref.Member, 80)
 		}
-		what = "member " + printable(member, 80)
-		cancelled, err = c.q.Cancel(ctx, t, member)
+		cancelled, err = c.q.Cancel(ctx, t, ref.Member)
 	}
 	result := "cancelled"
 	switch {
+	case errors.Is(err, queue.ErrNotFound):
+		result = "not-found"
 	case errors.Is(err, queue.ErrInFlight):
 		result = "in-flight"
 	case err != nil:

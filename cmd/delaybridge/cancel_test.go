@@ -59,10 +59,10 @@ func TestCancelCommandByMemberOnARawTopicReadsStdin(t *testing.T) {
 	if n, _ := e.rdb.ZCard(e.ctx, e.legacy.Keys(0).Scheduled).Result(); n != 0 {
 		t.Errorf("%d still scheduled", n)
 	}
-	if code, _, errs := e.run("", "cancel", "legacy"); code != exitConfig || !strings.Contains(errs, "--id or MEMBER") {
+	if code, _, errs := e.run("", "cancel", "legacy"); code != exitConfig || !strings.Contains(errs, "--id, --member or --member-file") {
 		t.Errorf("cancel without member: exit %d, %q", code, errs)
 	}
-	if code, _, errs := e.run("", "cancel", "legacy", "--id", "x"); code != exitConfig || !strings.Contains(errs, "envelope") {
-		t.Errorf("cancel by id on raw topic: exit %d, %q", code, errs)
+	if code, _, errs := e.run("", "cancel", "legacy", "--id", "x"); code != exitFail || !strings.Contains(errs, "--member or --member-file") {
+		t.Errorf("cancel by an unknown id on raw topic: exit %d, %q", code, errs)
 	}
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/delaybridge/delaybridge/config"
@@ -12,12 +14,16 @@ import (
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
-const checkUsage = `usage: delaybridge check [--json]
+const checkUsage = `usage: delaybridge check [--json] [--publish-test ROUTING_KEY]
 
 Validates the DELAYBRIDGE_* variables, reaches Redis and every topic's broker,
-and verifies that each topic's destination exists (the AMQP exchange, the
-Kafka topic; a Redis stream key is absent or a stream). Credentials a broker
-refuses fail at once.
+and verifies that each topic's destination exists (the AMQP exchange; on the
+default exchange, the queue the routing key names; the Kafka topic; a Redis
+stream key is absent or a stream). Credentials a broker refuses fail at once.
+Whether a named exchange routes a key anywhere only the broker knows, at
+publish time: --publish-test sends one real test message (header
+x-delaybridge-test) to every AMQP topic with that routing key and says
+whether it was routed.
 Exit 0: all good; 1: a service is unreachable or a destination is missing;
 2: bad configuration.
 `
@@ -31,6 +37,7 @@ type checkLine struct {
 	Sink  string `json:"sink,omitempty"` // the topic's sink
 	OK    bool   `json:"ok"`
 	Error string `json:"error,omitempty"`
+	Note  string `json:"note,omitempty"`
 }
 
 // runCheck is `delaybridge check`: validate the configuration, reach Redis
@@ -38,6 +45,8 @@ type checkLine struct {
 func runCheck(ctx context.Context, args []string, s stdio) int {
 	fs := newFlags("check", checkUsage, s)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	testKey := fs.String("publish-test", "", "send a test message with this routing key to every AMQP topic and say whether it was routed")
+	testSet := false
 	pos, code, ok := parseFlags(fs, args, s)
 	if !ok {
 		return code
@@ -45,6 +54,7 @@ func runCheck(ctx context.Context, args []string, s stdio) int {
 	if len(pos) > 0 {
 		return badUsage(fs, s, "takes no arguments, got %q", pos[0])
 	}
+	fs.Visit(func(f *flag.Flag) { testSet = testSet || f.Name == "publish-test" })
 	cfg, code := loadConfig(s)
 	if code != exitOK {
 		return code
@@ -55,8 +65,16 @@ func runCheck(ctx context.Context, args []string, s stdio) int {
 	quiet := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelError}))
 	for _, t := range cfg.Topics {
 		l := checkLine{Name: "topic " + t.Name, Sink: t.Sink, OK: true}
-		if err := checkTopic(ctx, cfg, t, quiet); err != nil {
+		var test *string
+		if testSet {
+			test = testKey
+		}
+		if err := checkTopic(ctx, cfg, t, quiet, test); err != nil {
 			l.OK, l.Error = false, err.Error()
+		} else if test != nil && t.Sink == "amqp" {
+			l.Note = fmt.Sprintf("test message with routing key %q routed", *test)
+		} else {
+			l.Note = routeNote(t)
 		}
 		lines = append(lines, l)
 	}
@@ -64,10 +82,11 @@ func runCheck(ctx context.Context, args []string, s stdio) int {
 	for _, l := range lines {
 		failed = failed || !l.OK
 	}
+	warnings := unusedWarnings(cfg)
 	if *asJSON {
-		_ = writeJSON(s.out, map[string]any{"ok": !failed, "configuration": "ok", "topics": len(cfg.Topics), "checks": lines})
+		_ = writeJSON(s.out, map[string]any{"ok": !failed, "configuration": "ok", "topics": len(cfg.Topics), "checks": lines, "warnings": warnings})
 	} else {
-		printCheck(s, len(cfg.Topics), lines)
+		printCheck(s, len(cfg.Topics), lines, warnings)
 	}
 	if failed {
 		return exitFail
@@ -75,16 +94,37 @@ func runCheck(ctx context.Context, args []string, s stdio) int {
 	return exitOK
 }
 
-func printCheck(s stdio, topics int, lines []checkLine) {
-	fmt.Fprintf(s.out, "configuration: ok (%d topics)\n", topics)
+// unusedWarnings are the variables no setting reads (config.Unused), as
+// `run` logs them: a warning, not a failure, since a leftover variable
+// should not stop a deploy.
+func unusedWarnings(cfg config.Config) []string {
+	out := []string{}
+	for _, name := range cfg.Unused(os.Environ()) {
+		w := name + " is not used by this configuration (misspelt, or its topic is not in DELAYBRIDGE_TOPICS?)"
+		if s := cfg.Suggest(name); s != "" {
+			w = name + " is not used by this configuration: did you mean " + s + "?"
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+func printCheck(s stdio, topics int, lines []checkLine, warnings []string) {
+	fmt.Fprintf(s.out, "configuration: ok (%s)\n", plural(topics, "topic"))
+	for _, w := range warnings {
+		fmt.Fprintf(s.out, "warning: %s\n", w)
+	}
 	for _, l := range lines {
 		name := l.Name
 		if l.Sink != "" {
 			name = fmt.Sprintf("%s (%s)", l.Name, l.Sink)
 		}
-		if l.OK {
+		switch {
+		case l.OK && l.Note != "":
+			fmt.Fprintf(s.out, "%s: ok (%s)\n", name, l.Note)
+		case l.OK:
 			fmt.Fprintf(s.out, "%s: ok\n", name)
-		} else {
+		default:
 			fmt.Fprintf(s.out, "%s: FAILED: %s\n", name, l.Error)
 		}
 	}
@@ -103,8 +143,8 @@ func checkRedis(ctx context.Context, cfg config.Config) checkLine {
 }
 
 // checkTopic connects the topic's sink, then asks whether its destination
-// exists.
-func checkTopic(ctx context.Context, cfg config.Config, t config.Topic, log *slog.Logger) error {
+// exists and, with a test key, whether a message with that key is routed.
+func checkTopic(ctx context.Context, cfg config.Config, t config.Topic, log *slog.Logger, testKey *string) error {
 	sink, err := newSink(cfg, t, log)
 	if err != nil {
 		return err
@@ -114,7 +154,12 @@ func checkTopic(ctx context.Context, cfg config.Config, t config.Topic, log *slo
 		return err
 	}
 	if c, ok := sink.(sinks.Checker); ok {
-		return c.CheckDestination(ctx)
+		if err := c.CheckDestination(ctx); err != nil {
+			return err
+		}
+	}
+	if testKey != nil {
+		return publishTest(ctx, sink, t, *testKey)
 	}
 	return nil
 }

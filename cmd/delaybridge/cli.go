@@ -249,7 +249,7 @@ func jsonTime(t time.Time) *string {
 	if t.IsZero() {
 		return nil
 	}
-	s := t.UTC().Format(time.RFC3339Nano)
+	s := utcStamp(t)
 	return &s
 }
 

@@ -128,7 +128,7 @@ func runDeadList(ctx context.Context, args []string, s stdio) int {
 			id = "(not a valid envelope)"
 		}
 		fmt.Fprintf(s.out, "%s  slot %d  id %s  died %s (%s)\n  reason: %s\n  member: %s\n",
-			d.Topic, d.Slot, id, d.Died.UTC().Format(time.RFC3339), relative(d.Died, now), d.Reason, printable([]byte(d.Member), 200))
+			d.Topic, d.Slot, id, utcStamp(d.Died), relative(d.Died, now), d.Reason, printable([]byte(d.Member), 200))
 	}
 	for _, t := range topics {
 		n := 0
@@ -205,13 +205,13 @@ func (c *cli) repair(ctx context.Context, verb string, t queue.Topic, ref queue.
 		if err != nil {
 			return nil, "", err
 		}
-		return map[string]int{"purged": n}, fmt.Sprintf("%s: purged %d dead message(s)", t.Name, n), nil
+		return map[string]int{"purged": n}, fmt.Sprintf("%s: purged %s", t.Name, plural(n, "dead message")), nil
 	}
 	r, err := c.q.Requeue(ctx, t, ref)
 	if err != nil {
 		return nil, "", err
 	}
-	line := fmt.Sprintf("%s: requeued %d dead message(s), due now", t.Name, r.Requeued)
+	line := fmt.Sprintf("%s: requeued %s, due now", t.Name, plural(r.Requeued, "dead message"))
 	if r.Skipped > 0 {
 		line += fmt.Sprintf("; %d skipped: their id names a newer scheduled or in-flight message", r.Skipped)
 	}
@@ -247,7 +247,7 @@ func (c *cli) confirmPurge(ctx context.Context, topics []queue.Topic, ref queue.
 		}
 		return c.fail(fmt.Errorf("purge %s: %w", ref, queue.ErrNotFound)), false
 	}
-	fmt.Fprintf(c.s.err, "purge %d dead message(s) of %s for good? [y/N] ", n, strings.Join(where, ", "))
+	fmt.Fprintf(c.s.err, "purge %s of %s for good? [y/N] ", plural(n, "dead message"), strings.Join(where, ", "))
 	answer, err := bufio.NewReader(c.s.in).ReadString('\n')
 	answer = strings.ToLower(strings.TrimSpace(answer))
 	if answer != "y" && answer != "yes" {

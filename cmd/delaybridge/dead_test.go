@@ -70,7 +70,7 @@ func TestDeadRequeueCommandPutsTheMessageBackWithAttemptsReset(t *testing.T) {
 		t.Fatalf("%d dead, want 1", n)
 	}
 	out := e.mustRun("", "dead", "requeue", "orders", "--id", "a")
-	if !strings.Contains(out, "requeued 1") {
+	if !strings.Contains(out, "requeued 1 dead message,") {
 		t.Errorf("output %q", out)
 	}
 	info, err := e.q.Get(e.ctx, e.orders, "a")
@@ -97,7 +97,7 @@ func TestDeadPurgeCommandAsksForConfirmation(t *testing.T) {
 	e.kill(e.legacy, queue.Message{Body: []byte("m")}, "r")
 
 	code, _, errs := e.run("n\n", "dead", "purge", "orders", "--all")
-	if code != exitFail || !strings.Contains(errs, "purge 2 dead message(s) of orders for good?") || !strings.Contains(errs, "nothing purged") {
+	if code != exitFail || !strings.Contains(errs, "purge 2 dead messages of orders for good?") || !strings.Contains(errs, "nothing purged") {
 		t.Errorf("answer n: exit %d, %q", code, errs)
 	}
 	if code, _, errs := e.run("", "dead", "purge", "orders", "--all"); code != exitFail || !strings.Contains(errs, "--yes") {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,52 +14,52 @@ import (
 	"github.com/delaybridge/delaybridge/queue"
 )
 
-const getUsage = `usage: delaybridge get [flags] TOPIC (--id ID | --member-file FILE)
+const getUsage = `usage: delaybridge get [flags] TOPIC (--id ID | --member MEMBER | --member-file FILE)
 
 Shows one message wherever it is: scheduled, retrying, inflight, dead or
 absent (delivered, cancelled or never scheduled), with its slot, due time,
-attempts and last error. --id finds an envelope by its id; --member-file
-names a member byte for byte, read from FILE ("-": standard input), on any
-topic. Exits 1 when the message is absent.
+attempts and last error. Exits 1 when the message is absent.
 
+` + memberHelp + `
 Examples:
   delaybridge get orders --id order-42
+  delaybridge get legacy --member '{"order":42}'
   delaybridge get legacy --member-file payload.bin --json
 `
 
 // runGet is `delaybridge get`.
 func runGet(ctx context.Context, args []string, s stdio) int {
 	fs := newFlags("get", getUsage, s)
-	id := fs.String("id", "", "envelope topics: the message `id`")
-	file := fs.String("member-file", "", "read the member from `FILE` (\"-\": standard input)")
+	mf := addMemberFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, code, ok := parseFlags(fs, args, s)
 	if !ok {
 		return code
 	}
-	switch {
-	case len(pos) != 1:
+	if len(pos) != 1 {
 		return badUsage(fs, s, "want exactly one TOPIC")
-	case (*id == "") == (*file == ""):
-		return badUsage(fs, s, "give --id or --member-file (one of them)")
+	}
+	if err := mf.check(false); err != nil {
+		return badUsage(fs, s, "%v", err)
 	}
 	c, t, code := openTopic(fs, s, pos[0])
 	if c == nil {
 		return code
 	}
 	defer c.close()
-	var (
-		e   queue.Entry
-		err error
-	)
-	if *id != "" {
-		e, err = c.q.InspectID(ctx, t, *id)
+	ref, err := mf.ref(ctx, c, t, nil)
+	if errors.Is(err, queue.ErrNotFound) {
+		fmt.Fprintf(s.err, "delaybridge get: %v\n", err)
+		return exitFail
+	}
+	if err != nil {
+		return c.fail(err)
+	}
+	var e queue.Entry
+	if ref.ID != "" {
+		e, err = c.q.InspectID(ctx, t, ref.ID)
 	} else {
-		member, rerr := readMemberFile(s, *file)
-		if rerr != nil {
-			return badUsage(fs, s, "%v", rerr)
-		}
-		e, err = c.q.Inspect(ctx, t, member)
+		e, err = c.q.Inspect(ctx, t, ref.Member)
 	}
 	if err != nil {
 		return c.fail(err)
@@ -66,7 +67,7 @@ func runGet(ctx context.Context, args []string, s stdio) int {
 	if *asJSON {
 		err = writeJSON(s.out, getJSON(t, e))
 	} else {
-		err = printGet(s.out, t, e, *id)
+		err = printGet(s.out, t, e, ref.ID)
 	}
 	if err != nil {
 		return c.fail(fmt.Errorf("write message: %w", err))
@@ -134,7 +135,7 @@ func printGet(w io.Writer, t queue.Topic, e queue.Entry, askedID string) error {
 	line("state", e.State)
 	stamp := func(k string, at time.Time) {
 		if !at.IsZero() {
-			line(k, at.UTC().Format(time.RFC3339Nano)+" ("+relative(at, now)+")")
+			line(k, utcStamp(at)+" ("+relative(at, now)+")")
 		}
 	}
 	stamp("due", e.Due)

@@ -40,3 +40,9 @@ type redisLogger struct{ log *slog.Logger }
 func (r redisLogger) Printf(ctx context.Context, format string, v ...any) {
 	r.log.WarnContext(ctx, strings.TrimSpace(fmt.Sprintf(format, v...)), "source", "go-redis")
 }
+
+// quietRedis drops go-redis's log lines: the CLI's one-shot commands report
+// a Redis they cannot reach themselves, once, in their own words.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -171,6 +170,6 @@ func printLs(w io.Writer, t queue.Topic, p queue.Page) error {
 		_, err := fmt.Fprintf(w, "\nmore: delaybridge ls %s --after %s\n", t.Name, p.Next)
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n%s messages shown; no more\n", strconv.Itoa(len(p.Entries)))
+	_, err := fmt.Fprintf(w, "\n%s shown; no more\n", plural(len(p.Entries), "message"))
 	return err
 }

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Exit codes.
@@ -45,6 +47,7 @@ func commands() []command {
 		{"ls", "list a topic's messages by state, a page at a time", runLs},
 		{"get", "show one message: state, due time, attempts, last error", runGet},
 		{"replicas", "list live replicas and the slots each owns", runReplicas},
+		{"topics", "show the topic registry; change or forget an entry", runTopics},
 		{"pause", "stop claiming a topic's messages until resume", runPause},
 		{"resume", "claim a paused topic's messages again", runResume},
 		{"console", "serve the web console (read-only without DELAYBRIDGE_CONSOLE_TOKEN)", runConsole},
@@ -54,6 +57,12 @@ func commands() []command {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	if len(os.Args) > 1 && os.Args[1] != "run" && os.Args[1] != "console" {
+		// A one-shot command says in its own words that Redis is
+		// unreachable; go-redis's pool lines before it are noise. The
+		// servers route them into slog instead (runDaemon, logging.go).
+		redis.SetLogger(quietRedis{})
+	}
 	code := dispatch(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr})
 	stop()
 	os.Exit(code)

@@ -44,7 +44,7 @@ func runPause(ctx context.Context, args []string, s stdio) int {
 	if *asJSON {
 		writeJSON(s.out, map[string]any{"topic": t.Name, "paused": true, "slots": t.SlotCount(), "reason": *reason})
 	} else {
-		fmt.Fprintf(s.out, "paused %s (%d slots): no replica claims its messages until delaybridge resume %s\n", t.Name, t.SlotCount(), t.Name)
+		fmt.Fprintf(s.out, "paused %s (%s): no replica claims its messages until delaybridge resume %s\n", t.Name, plural(t.SlotCount(), "slot"), t.Name)
 	}
 	return exitOK
 }
@@ -74,7 +74,7 @@ func runResume(ctx context.Context, args []string, s stdio) int {
 	} else if n == 0 {
 		fmt.Fprintf(s.out, "%s was not paused\n", t.Name)
 	} else {
-		fmt.Fprintf(s.out, "resumed %s (%d of %d slots were paused)\n", t.Name, n, t.SlotCount())
+		fmt.Fprintf(s.out, "resumed %s (%d of %s paused)\n", t.Name, n, plural(t.SlotCount(), "slot"))
 	}
 	return exitOK
 }

@@ -95,11 +95,21 @@ func (c *cli) topicFromRegistry(name string) (queue.Topic, error) {
 	}
 	t, err := c.q.Topic(ctx, c.cfg.KeyPrefix, name)
 	if errors.Is(err, queue.ErrUnknownTopic) {
-		return queue.Topic{}, fmt.Errorf("unknown topic %q: not in DELAYBRIDGE_TOPICS nor registered in %s (registered: %s): %w",
-			name, queue.TopicsKey(c.cfg.KeyPrefix), c.registeredNames(ctx), err)
+		return queue.Topic{}, said{fmt.Sprintf("unknown topic %q: not in DELAYBRIDGE_TOPICS nor registered in %s (registered: %s)",
+			name, queue.TopicsKey(c.cfg.KeyPrefix), c.registeredNames(ctx)), err}
 	}
 	return t, err
 }
+
+// said is an error whose message already says all its cause would: it
+// reads once, and errors.Is still finds the cause.
+type said struct {
+	msg   string
+	cause error
+}
+
+func (e said) Error() string { return e.msg }
+func (e said) Unwrap() error { return e.cause }
 
 // registeredNames lists the registry's topics for an error message.
 func (c *cli) registeredNames(ctx context.Context) string {

@@ -9,12 +9,13 @@ import (
 	"github.com/delaybridge/delaybridge/queue"
 )
 
-const rescheduleUsage = `usage: delaybridge reschedule [flags] TOPIC (--id ID | MEMBER) (--at TIME | --in DURATION)
+const rescheduleUsage = `usage: delaybridge reschedule [flags] TOPIC (--id ID | --member MEMBER | --member-file FILE | MEMBER) (--at TIME | --in DURATION)
 
-Moves a scheduled message to a new due time: by id on an envelope topic, or
-by its member, byte for byte (MEMBER "-" reads it from standard input). A
-message already claimed is being delivered: reschedule then changes nothing,
-says so and exits 1, as it does when there is no such message.
+Moves a scheduled message to a new due time. A message already claimed is
+being delivered: reschedule then changes nothing, says so and exits 1, as it
+does when there is no such message.
+
+` + memberHelp + `  MEMBER             as --member ("-": standard input)
 
 Examples:
   delaybridge reschedule orders --id order-42 --in 2h
@@ -24,7 +25,7 @@ Examples:
 // runReschedule is `delaybridge reschedule`.
 func runReschedule(ctx context.Context, args []string, s stdio) int {
 	fs := newFlags("reschedule", rescheduleUsage, s)
-	id := fs.String("id", "", "envelope topics: the message `id`")
+	mf := addMemberFlags(fs)
 	at := fs.String("at", "", "new due `time`: RFC 3339 or Unix milliseconds")
 	in := fs.String("in", "", "new due time as a `duration` from Redis's clock (90s, 15m, 36h)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
@@ -32,8 +33,11 @@ func runReschedule(ctx context.Context, args []string, s stdio) int {
 	if !ok {
 		return code
 	}
-	if len(pos) != 1+boolInt(*id == "") {
-		return badUsage(fs, s, "want TOPIC and either --id or MEMBER")
+	if len(pos) < 1 || len(pos) > 2 {
+		return badUsage(fs, s, "want TOPIC and one of --id, --member, --member-file or MEMBER")
+	}
+	if err := mf.check(len(pos) == 2); err != nil {
+		return badUsage(fs, s, "%v", err)
 	}
 	when, given, err := parseWhen(*at, *in)
 	if err != nil {
@@ -47,15 +51,16 @@ func runReschedule(ctx context.Context, args []string, s stdio) int {
 		return code
 	}
 	defer c.close()
-	ref := queue.ByID(*id)
-	if *id == "" {
-		member, err := readInput(s, pos[1], true)
-		if err != nil {
-			return c.fail(err)
-		}
-		ref = queue.ByMember(member)
+	ref, err := mf.ref(ctx, c, t, positionalMember(pos))
+	var r queue.Receipt
+	switch {
+	case errors.Is(err, queue.ErrNotFound):
+		fmt.Fprintf(s.err, "delaybridge reschedule: %v\n", err)
+	case err != nil:
+		return c.fail(err)
+	default:
+		r, err = c.q.Reschedule(ctx, t, ref, when)
 	}
-	r, err := c.q.Reschedule(ctx, t, ref, when)
 	result := "rescheduled"
 	switch {
 	case errors.Is(err, queue.ErrInFlight):
@@ -75,7 +80,7 @@ func runReschedule(ctx context.Context, args []string, s stdio) int {
 		switch result {
 		case "rescheduled":
 			fmt.Fprintf(s.out, "rescheduled %s on %s (slot %d), due %s (%s)\n", r.ID, t.Name, r.Slot,
-				r.Due().UTC().Format(time.RFC3339Nano), relative(r.Due(), time.Now()))
+				utcStamp(r.Due()), relative(r.Due(), time.Now()))
 		case "in-flight":
 			fmt.Fprintf(s.out, "not rescheduled: %s on %s is in flight (being delivered now)\n", ref, t.Name)
 		default:

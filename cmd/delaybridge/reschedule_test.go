@@ -13,7 +13,7 @@ func TestRescheduleCommandMovesAMessageByIDOrMember(t *testing.T) {
 	e := newCLIEnv(t)
 	e.mustRun("", "schedule", "orders", "--in", "1h", "--id", "a", "x")
 	out := e.mustRun("", "reschedule", "orders", "--id", "a", "--at", "2031-03-01T00:00:00Z")
-	if !strings.Contains(out, "rescheduled a on orders") || !strings.Contains(out, "2031-03-01T00:00:00Z") {
+	if !strings.Contains(out, "rescheduled a on orders") || !strings.Contains(out, "2031-03-01T00:00:00.000Z") {
 		t.Errorf("output %q", out)
 	}
 	info, _ := e.q.Get(e.ctx, e.orders, "a")

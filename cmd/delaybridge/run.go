@@ -77,7 +77,7 @@ func flatten(err error) []error {
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	log.Info("delaybridge starting", "version", version, "commit", commit, "built", date, "replica", cfg.ReplicaID, "config", cfg.Redacted())
 	for _, name := range cfg.Unused(os.Environ()) {
-		log.Warn("variable is not used by this configuration (misspelt, or its topic is not in DELAYBRIDGE_TOPICS?)", "var", name)
+		log.Warn("variable is not used by this configuration (misspelt, or its topic is not in DELAYBRIDGE_TOPICS?)", "var", name, "did_you_mean", cfg.Suggest(name))
 	}
 	rdb, err := redisclient.New(cfg.Redis)
 	if err != nil {
@@ -150,16 +150,24 @@ func adaptProcs(ctx context.Context, log *slog.Logger) (stop func()) {
 	}
 }
 
-// startHTTP serves handler on addr until the returned stop is called.
+// startHTTP serves handler on addr (DELAYBRIDGE_HTTP_ADDR) until the
+// returned stop is called. An address without a host binds every
+// interface: the log says so, since /metrics is then reachable from
+// outside the host.
 func startHTTP(addr string, handler http.Handler, log *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("listen on DELAYBRIDGE_HTTP_ADDR %q (in use by another process? choose another port): %w", addr, err)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
-	log.Info("http listening", "addr", ln.Addr().String())
+	if host, _, err := net.SplitHostPort(addr); err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
+		log.Info("http listening", "addr", ln.Addr().String(),
+			"note", "every interface; set DELAYBRIDGE_HTTP_ADDR=127.0.0.1:8080 to serve this host only")
+	} else {
+		log.Info("http listening", "addr", ln.Addr().String())
+	}
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

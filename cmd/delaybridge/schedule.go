@@ -98,7 +98,7 @@ func printReceipt(s stdio, r queue.Receipt, asJSON bool) error {
 		})
 	}
 	_, err := fmt.Fprintf(s.out, "scheduled %s on %s (slot %d), due %s (%s)%s\n", r.ID, r.Topic, r.Slot,
-		r.Due().UTC().Format(time.RFC3339Nano), relative(r.Due(), time.Now()), replacedNote(r.Replaced))
+		utcStamp(r.Due()), relative(r.Due(), time.Now()), replacedNote(r.Replaced))
 	return err
 }
 

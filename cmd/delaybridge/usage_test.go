@@ -44,7 +44,7 @@ func TestMisusedCommandsPrintOneLineAndAHint(t *testing.T) {
 		{[]string{"nope"}, `unknown command "nope"`, "see 'delaybridge help'"},
 		{[]string{"check", "extra"}, "takes no arguments", "see 'delaybridge check --help'"},
 		{[]string{"check", "--bogus"}, "unknown flag --bogus", "see 'delaybridge check --help'"},
-		{[]string{"cancel", "orders"}, "want TOPIC and either --id or MEMBER", "see 'delaybridge cancel --help'"},
+		{[]string{"cancel", "orders"}, "exactly one of --id, --member or --member-file", "see 'delaybridge cancel --help'"},
 		{[]string{"reschedule", "orders", "--id", "a"}, "give the new time", "see 'delaybridge reschedule --help'"},
 		{[]string{"stats", "--interval", "-1s"}, "--interval must be positive", "see 'delaybridge stats --help'"},
 		{[]string{"dead"}, "want list, requeue or purge", "see 'delaybridge dead --help'"},

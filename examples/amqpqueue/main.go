@@ -61,7 +61,7 @@ func run(verb, queue, exchange, key string) error {
 	case "delete":
 		n, err := ch.QueueDelete(queue, false, false, false)
 		if err == nil {
-			fmt.Printf("deleted queue %s (%d messages)\n", queue, n)
+			fmt.Printf("deleted queue %s (%s)\n", queue, messages(n))
 		}
 		return err
 	}
@@ -112,6 +112,14 @@ func get(ch *amqp091.Channel, queue string) error {
 		}
 		fmt.Println()
 	}
-	fmt.Printf("(%d messages)\n", n)
+	fmt.Printf("(%s)\n", messages(n))
 	return nil
+}
+
+// messages is "1 message" or "n messages".
+func messages(n int) string {
+	if n == 1 {
+		return "1 message"
+	}
+	return fmt.Sprintf("%d messages", n)
 }

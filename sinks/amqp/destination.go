@@ -12,59 +12,78 @@ import (
 
 var _ sinks.Checker = (*Sink)(nil)
 
-// CheckDestination (sinks.Checker) reports whether Config.Exchange exists,
+// CheckDestination (sinks.Checker) reports whether the destination exists,
 // by a passive declare on a short-lived channel of its own: a failed passive
 // declare closes its channel, and the publishing channel must not go with
-// it. The default exchange ("") always exists. Errors: sinks.ErrNoDestination
-// (404), sinks.ErrAuth (403), sinks.ErrNotConnected while the sink is not
-// connected or the broker does not answer before ctx ends.
+// it. The destination is Config.Exchange; on the default exchange ("",
+// which always exists) it is the queue Config.RoutingKey names, since that
+// exchange routes a message to the queue of that name or nowhere (nothing to
+// check when messages bring their own keys). A named exchange's bindings
+// are not checked: only a publish shows whether a key is routed (see
+// PublishTest). Errors: sinks.ErrNoDestination (404), sinks.ErrAuth (403),
+// sinks.ErrNotConnected while the sink is not connected or the broker does
+// not answer before ctx ends.
 func (s *Sink) CheckDestination(ctx context.Context) error {
+	what := s.destination()
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("check exchange %q: %w", s.cfg.Exchange, err)
+		return fmt.Errorf("check %s: %w", what, err)
 	}
 	sess, err := s.session()
 	if err != nil {
 		return err
 	}
-	if s.cfg.Exchange == "" {
+	if s.cfg.Exchange == "" && s.cfg.RoutingKey == "" {
 		return nil
 	}
 	// The library's RPC takes no context; it ends with the connection (heartbeats)
 	// at worst, so the goroutine is bounded even when ctx ends first.
 	res := make(chan error, 1)
-	go func() { res <- s.declarePassive(sess.conn) }()
+	go func() { res <- s.declarePassive(sess.conn, what) }()
 	select {
 	case err = <-res:
 	case <-ctx.Done():
 		// No answer is not an answer: a stalled broker cannot be asked now.
-		return sinks.NotConnected(fmt.Errorf("check exchange %q on %s: no answer: %w", s.cfg.Exchange, s.endpoint, ctx.Err()))
+		return sinks.NotConnected(fmt.Errorf("check %s on %s: no answer: %w", what, s.endpoint, ctx.Err()))
 	}
 	return err
 }
 
-// declarePassive passively declares the exchange on a channel it opens and
-// closes.
-func (s *Sink) declarePassive(conn *amqp091.Connection) error {
+// destination names what CheckDestination declares: the exchange, or on
+// the default exchange the queue of the routing key.
+func (s *Sink) destination() string {
+	if s.cfg.Exchange == "" {
+		return fmt.Sprintf("queue %q (default exchange, routing key)", s.cfg.RoutingKey)
+	}
+	return fmt.Sprintf("exchange %q", s.cfg.Exchange)
+}
+
+// declarePassive passively declares the destination (what) on a channel it
+// opens and closes.
+func (s *Sink) declarePassive(conn *amqp091.Connection, what string) error {
 	ch, err := conn.Channel()
 	if err != nil {
-		return sinks.NotConnected(fmt.Errorf("open channel on %s to check exchange %q: %w", s.endpoint, s.cfg.Exchange, err))
+		return sinks.NotConnected(fmt.Errorf("open channel on %s to check %s: %w", s.endpoint, what, err))
 	}
 	defer func() { _ = ch.Close() }() // already closed after a refusal: nothing to do
 	// The kind and flags are not compared by a passive declare.
-	err = ch.ExchangeDeclarePassive(s.cfg.Exchange, amqp091.ExchangeDirect, true, false, false, false, nil)
+	if s.cfg.Exchange == "" {
+		_, err = ch.QueueDeclarePassive(s.cfg.RoutingKey, true, false, false, false, nil)
+	} else {
+		err = ch.ExchangeDeclarePassive(s.cfg.Exchange, amqp091.ExchangeDirect, true, false, false, false, nil)
+	}
 	if err == nil {
 		return nil
 	}
 	var aerr *amqp091.Error
 	switch {
 	case errors.As(err, &aerr) && aerr.Code == amqp091.NotFound:
-		return sinks.NoDestination(fmt.Errorf("exchange %q does not exist in vhost %q on %s: %w", s.cfg.Exchange, s.vhost(), s.endpoint, err))
+		return sinks.NoDestination(fmt.Errorf("%s does not exist in vhost %q on %s: %w", what, s.vhost(), s.endpoint, err))
 	case errors.As(err, &aerr) && aerr.Code == amqp091.AccessRefused:
-		return sinks.AuthFailed(fmt.Errorf("exchange %q in vhost %q on %s: %w", s.cfg.Exchange, s.vhost(), s.endpoint, err))
+		return sinks.AuthFailed(fmt.Errorf("%s in vhost %q on %s: %w", what, s.vhost(), s.endpoint, err))
 	case errors.As(err, &aerr) && aerr.Recover:
-		return fmt.Errorf("check exchange %q on %s: %w", s.cfg.Exchange, s.endpoint, err)
+		return fmt.Errorf("check %s on %s: %w", what, s.endpoint, err)
 	}
-	return sinks.NotConnected(fmt.Errorf("check exchange %q on %s: %w", s.cfg.Exchange, s.endpoint, err))
+	return sinks.NotConnected(fmt.Errorf("check %s on %s: %w", what, s.endpoint, err))
 }
 
 func (s *Sink) vhost() string {

@@ -52,9 +52,16 @@ func TestMissingExchangeIsReportedUntilDeclared(t *testing.T) {
 	}
 }
 
-// TestDefaultExchangeAlwaysExists: "" needs no declare.
-func TestDefaultExchangeAlwaysExists(t *testing.T) {
-	s, err := New(Config{URL: testURL(), RoutingKey: "q"}, slog.New(slog.DiscardHandler))
+// TestDefaultExchangeChecksTheQueueOfTheRoutingKey: the default exchange
+// routes to the queue its routing key names or nowhere, so that queue is
+// the destination: missing, the check wraps ErrNoDestination and names it
+// (the quick start's queue deleted: `check` said ok and the next message
+// died 312 NO_ROUTE); declared, it passes. With no routing key (messages
+// bring their own) there is nothing to check.
+func TestDefaultExchangeChecksTheQueueOfTheRoutingKey(t *testing.T) {
+	queue := uniqueName(t)
+	conn := adminConn(t)
+	s, err := New(Config{URL: testURL(), RoutingKey: queue}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +71,29 @@ func TestDefaultExchangeAlwaysExists(t *testing.T) {
 	if err := s.WaitConnected(ctx); err != nil {
 		t.Fatal(err)
 	}
+	err = s.CheckDestination(ctx)
+	if !errors.Is(err, sinks.ErrNoDestination) || !strings.Contains(err.Error(), `queue "`+queue+`"`) {
+		t.Fatalf("check of the default exchange without the queue: %v, want ErrNoDestination naming queue %s", err, queue)
+	}
+	ch := channel(t, conn)
+	defer func() { _ = ch.Close() }()
+	if _, err := ch.QueueDeclare(queue, false, true, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = ch.QueueDelete(queue, false, false, false) }()
 	if err := s.CheckDestination(ctx); err != nil {
-		t.Errorf("check of the default exchange: %v", err)
+		t.Errorf("check of the default exchange with the queue declared: %v", err)
+	}
+	own, err := New(Config{URL: testURL()}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	if err := own.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := own.CheckDestination(ctx); err != nil {
+		t.Errorf("check of the default exchange without a routing key: %v", err)
 	}
 }
 
