@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/delaybridge/delaybridge/internal/faultproxy"
+	"github.com/delaybridge/delaybridge/internal/testing/faultproxy"
 )
 
 // kafka-stall's shape (chaos/stall_test.go's): messages due from stallFirst

@@ -8,11 +8,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/delaybridge/delaybridge/internal/e2etest"
+	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
 )
 
 // redisServer is a private redis-server started by -redis-server, launched
-// as the tests launch theirs (internal/e2etest).
+// as the tests launch theirs (internal/testing/e2etest).
 type redisServer struct {
 	*e2etest.RedisServer
 	dir string

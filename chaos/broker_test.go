@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delaybridge/delaybridge/internal/e2etest"
-	"github.com/delaybridge/delaybridge/internal/faultproxy"
+	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
+	"github.com/delaybridge/delaybridge/internal/testing/faultproxy"
 )
 
 // brokerCut is a broker unreachable for a while mid-stream: nothing may be

@@ -1,6 +1,6 @@
 // Package chaos runs the built delaybridge binary as real processes against
 // real Redis, RabbitMQ and a Kafka-protocol broker (kfake), with a fault
-// proxy (internal/faultproxy) between them, and breaks things while numbered
+// proxy (internal/testing/faultproxy) between them, and breaks things while numbered
 // messages fall due: replicas killed with SIGKILL, brokers cut or stalled,
 // Redis connections reset or cut, queues that refuse, exchanges that
 // vanish, poison members. Each scenario checks by number that nothing was
@@ -20,7 +20,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/delaybridge/delaybridge/internal/e2etest"
+	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
 )
 
 // binary is the daemon built with the race detector, so a race in a fault

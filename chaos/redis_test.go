@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delaybridge/delaybridge/internal/e2etest"
+	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
 )
 
 // Every Redis connection of the daemon is reset (TCP RST) again and again

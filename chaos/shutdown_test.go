@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delaybridge/delaybridge/internal/e2etest"
+	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
 )
 
 // shutdownTimeout is DELAYBRIDGE_SHUTDOWN_TIMEOUT in the SIGTERM scenario.

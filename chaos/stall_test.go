@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delaybridge/delaybridge/internal/e2etest"
-	"github.com/delaybridge/delaybridge/internal/faultproxy"
+	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
+	"github.com/delaybridge/delaybridge/internal/testing/faultproxy"
 	"github.com/delaybridge/delaybridge/queue"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/delaybridge/delaybridge/internal/e2etest"
-	"github.com/delaybridge/delaybridge/internal/testpki"
+	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
+	"github.com/delaybridge/delaybridge/internal/testing/testpki"
 )
 
 // pki is a throwaway CA with a server certificate for 127.0.0.1 and a client

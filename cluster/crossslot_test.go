@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delaybridge/delaybridge/internal/e2etest"
+	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
 	"github.com/delaybridge/delaybridge/queue"
 )
 

@@ -4,7 +4,7 @@
 // and leases taken over within the heartbeat TTL, only a newcomer's share
 // moving, nothing lost through kills and rolling restarts, no CROSSSLOT error.
 // The harness (daemons, consumer, plans and counts, Redis keys) is
-// internal/e2etest.
+// internal/testing/e2etest.
 //
 // The Redis Cluster is the one scripts/redis-cluster.sh starts (`make
 // services`); DELAYBRIDGE_TEST_REDIS_CLUSTER_ADDRS names its nodes.
@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/delaybridge/delaybridge/internal/e2etest"
+	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
 )
 
 // binary is the daemon, built once for every test.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/delaybridge/delaybridge/forwarder"
-	"github.com/delaybridge/delaybridge/internal/e2etest"
+	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 const (
@@ -54,7 +54,7 @@ func fairShare(ds []*replica) (bool, []int) {
 }
 
 // waitFair waits until the daemons share the slots fairly and checks that
-// each owns what forwarder.Assign gives it; it returns how long that took.
+// each owns what queue.Assign gives it; it returns how long that took.
 func waitFair(t *testing.T, ds []*replica, within time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
@@ -73,7 +73,7 @@ func waitFair(t *testing.T, ds []*replica, within time.Duration) time.Duration {
 	assigned := assignment(ids(ds))
 	for i, d := range ds {
 		if want := countOf(assigned, d.id); owned[i] != want {
-			t.Errorf("%s owns %d slots, forwarder.Assign gives it %d", d.id, owned[i], want)
+			t.Errorf("%s owns %d slots, queue.Assign gives it %d", d.id, owned[i], want)
 		}
 	}
 	t.Logf("%d replicas own %v of %d slots, %s after the last change", len(ds), owned, slots, took.Round(time.Millisecond))
@@ -89,7 +89,7 @@ func ids(ds []*replica) []string {
 	return out
 }
 
-func assignment(replicas []string) []string { return forwarder.Assign(replicas, topic, slots) }
+func assignment(replicas []string) []string { return queue.Assign(replicas, topic, slots) }
 
 func countOf(owners []string, id string) int {
 	n := 0
@@ -295,10 +295,10 @@ func (r *replicaRun) run() {
 		changes += len(d.changesSince(joined))
 	}
 	share := countOf(after, newcomer.id)
-	t.Logf("%s joined: %d slots moved (its share %d, %d between the others; forwarder.Assign predicts %d); %d ownership changes logged",
+	t.Logf("%s joined: %d slots moved (its share %d, %d between the others; queue.Assign predicts %d); %d ownership changes logged",
 		newcomer.id, observed, share, observed-share, computed, changes)
 	if observed != computed {
-		t.Errorf("the daemons moved %d slots, forwarder.Assign predicts %d", observed, computed)
+		t.Errorf("the daemons moved %d slots, queue.Assign predicts %d", observed, computed)
 	}
 	if changes != len(ds) {
 		// A heartbeat delayed past the TTL on a starved machine: slots move

@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/delaybridge/delaybridge/internal/e2etest"
+	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
 )
 
 // The Sentinel deployment of TestSentinelFailoverMidStreamLosesNothing.

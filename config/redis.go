@@ -1,8 +1,6 @@
 package config
 
 import (
-	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -10,8 +8,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/delaybridge/delaybridge/internal/rawio"
 )
 
 // Timeouts of every Redis connection unless the URL's query sets its own
@@ -23,7 +19,8 @@ const (
 	redisWriteTimeout = 3 * time.Second
 )
 
-// Options builds go-redis options: a single Redis from URL, Redis Cluster
+// Options translates r into go-redis options (redisclient adds the dialer
+// and connects): a single Redis from URL, Redis Cluster
 // (Addrs, Cluster) or Sentinel (Addrs, SentinelMaster). The URL always gives
 // the database, credentials, TLS (rediss://) and go-redis's query options;
 // Username and Password, when set, override the URL's. Sentinels
@@ -53,35 +50,7 @@ func (r Redis) Options() (*redis.UniversalOptions, error) {
 	if o.TLSConfig != nil && u.TLSConfig != nil && u.TLSConfig.InsecureSkipVerify {
 		o.TLSConfig.InsecureSkipVerify = true // ?skip_verify=true in the URL
 	}
-	o.Dialer = dialer(o.DialTimeout, o.TLSConfig)
 	return o, nil
-}
-
-// dialer does what go-redis's own dialer does (TCP, then TLS when
-// configured, checking the dialled host when no server name is set) over a
-// connection that reads and writes with raw system calls (rawio), so a
-// round trip to Redis does not wake the Go runtime's monitor thread.
-func dialer(timeout time.Duration, tlsConfig *tls.Config) func(context.Context, string, string) (net.Conn, error) {
-	dial := rawio.Dial(&net.Dialer{Timeout: timeout})
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
-		if err != nil || tlsConfig == nil {
-			return c, err
-		}
-		cfg := tlsConfig
-		if cfg.ServerName == "" {
-			cfg = cfg.Clone()
-			cfg.ServerName, _, _ = net.SplitHostPort(addr)
-		}
-		tc := tls.Client(c, cfg)
-		hctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		if err := tc.HandshakeContext(hctx); err != nil {
-			_ = c.Close()
-			return nil, err
-		}
-		return tc, nil
-	}
 }
 
 // urlOptions are the options a parsed URL gives, with our timeouts where it
@@ -149,15 +118,6 @@ func (r Redis) topology(o *redis.UniversalOptions, u *redis.Options) (serverName
 		serverName, _, _ = net.SplitHostPort(u.Addr)
 	}
 	return serverName, nil
-}
-
-// Client connects to Redis as Options describes. The caller closes it.
-func (r Redis) Client() (redis.UniversalClient, error) {
-	o, err := r.Options()
-	if err != nil {
-		return nil, err
-	}
-	return redis.NewUniversalClient(o), nil
 }
 
 func or(d, def time.Duration) time.Duration {

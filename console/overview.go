@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/delaybridge/delaybridge/forwarder"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -106,24 +105,15 @@ func summarize(l queue.Layout, stats []queue.SlotStats) topicRow {
 	return r
 }
 
-// replicaRows gives each live replica the slots forwarder.Assign gives it,
+// replicaRows gives each live replica the slots queue.OwnedSlots gives it,
 // the assignment the daemons compute from the same live set.
 func replicaRows(set queue.ReplicaSet, topics []queue.Topic, all bool) []replicaRow {
+	owned := queue.OwnedSlots(set.Live, topics, all)
 	rows := make([]replicaRow, len(set.Live))
 	for i, id := range set.Live {
-		rows[i] = replicaRow{ID: id, ExpiresIn: set.Deadlines[id].Sub(set.Now), Owned: map[string][]int{}}
-	}
-	for _, t := range topics {
-		owners := forwarder.Assign(set.Live, t.Name, t.SlotCount())
-		for i := range rows {
-			owned := []int{}
-			for slot, owner := range owners {
-				if all || owner == rows[i].ID {
-					owned = append(owned, slot)
-				}
-			}
-			rows[i].Owned[t.Name] = owned
-			rows[i].Slots = append(rows[i].Slots, ownedSlots{Topic: t.Name, Slots: slices.Clip(owned)})
+		rows[i] = replicaRow{ID: id, ExpiresIn: set.Deadlines[id].Sub(set.Now), Owned: owned[i]}
+		for _, t := range topics {
+			rows[i].Slots = append(rows[i].Slots, ownedSlots{Topic: t.Name, Slots: slices.Clip(owned[i][t.Name])})
 		}
 	}
 	return rows

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/delaybridge/delaybridge/internal/e2etest"
+	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
 )
 
 // TestCheckOfAnUnreachableRedisSaysItOnce: go-redis's own pool lines

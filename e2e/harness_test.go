@@ -1,7 +1,7 @@
 // Package e2e runs the built delaybridge binary as a separate process against
 // the real Redis and RabbitMQ and checks the guarantees of DESIGN.md by
 // counting numbered messages: none lost, none early, duplicates counted.
-// The harness (daemon, consumers, plans and counts) is internal/e2etest.
+// The harness (daemon, consumers, plans and counts) is internal/testing/e2etest.
 package e2e
 
 import (
@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/delaybridge/delaybridge/internal/e2etest"
+	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
 )
 
 // binary is the daemon, built once for every test with the race detector.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delaybridge/delaybridge/internal/e2etest"
+	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
 )
 
 var devkafkaReady = regexp.MustCompile(`^devkafka ready addr=(\S+) topics=`)

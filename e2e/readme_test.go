@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delaybridge/delaybridge/internal/e2etest"
-	"github.com/delaybridge/delaybridge/internal/redistest"
+	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
+	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 )
 
 // quickStartBlock is the README's "run the daemon yourself" block.

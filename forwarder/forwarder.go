@@ -42,7 +42,7 @@ type Topic struct {
 	Sink sinks.Sink
 }
 
-// Options configure a Forwarder. Zero values take the documented defaults.
+// Options configure a Forwarder. Zero values take their Defaults.
 type Options struct {
 	Queue  *queue.Queue
 	Topics []Topic
@@ -104,6 +104,29 @@ type Options struct {
 	logEvery time.Duration
 }
 
+// Defaults are the values zero Options take: the one place they are
+// written. The daemon's variables (config/env.go) document the same values;
+// TestConfigDefaultsAreTheForwardersDefaults (cmd/delaybridge) fails when
+// the two disagree.
+func Defaults() Options {
+	return Options{
+		BatchSize:            500,
+		MaxInflightBatches:   2,
+		Lease:                30 * time.Second,
+		MaxAttempts:          10,
+		RetryBackoff:         time.Second,
+		RetryBackoffMax:      5 * time.Minute,
+		PollInterval:         time.Second,
+		KeyspaceEvents:       "auto",
+		KeyspacePollInterval: time.Minute,
+		ShutdownTimeout:      20 * time.Second,
+		HeartbeatInterval:    time.Second,
+		HeartbeatTTL:         5 * time.Second,
+		BacklogInterval:      10 * time.Second,
+		StrandedInterval:     DefaultStrandedInterval,
+	}
+}
+
 func (o *Options) defaults() error {
 	if o.Queue == nil {
 		return errors.New("forwarder: no queue")
@@ -129,26 +152,27 @@ func (o *Options) defaults() error {
 			*v = d
 		}
 	}
-	setInt(&o.BatchSize, 500)
-	setInt(&o.MaxInflightBatches, 2)
-	setInt(&o.MaxAttempts, 10)
-	setDur(&o.Lease, 30*time.Second)
-	setDur(&o.RetryBackoff, time.Second)
-	setDur(&o.RetryBackoffMax, 5*time.Minute)
-	setDur(&o.PollInterval, time.Second)
-	setDur(&o.KeyspacePollInterval, time.Minute)
+	d := Defaults()
+	setInt(&o.BatchSize, d.BatchSize)
+	setInt(&o.MaxInflightBatches, d.MaxInflightBatches)
+	setInt(&o.MaxAttempts, d.MaxAttempts)
+	setDur(&o.Lease, d.Lease)
+	setDur(&o.RetryBackoff, d.RetryBackoff)
+	setDur(&o.RetryBackoffMax, d.RetryBackoffMax)
+	setDur(&o.PollInterval, d.PollInterval)
+	setDur(&o.KeyspacePollInterval, d.KeyspacePollInterval)
 	switch o.KeyspaceEvents {
 	case "":
-		o.KeyspaceEvents = "auto"
+		o.KeyspaceEvents = d.KeyspaceEvents
 	case "auto", "off":
 	default:
 		return fmt.Errorf("forwarder: keyspace events %q: want auto or off", o.KeyspaceEvents)
 	}
-	setDur(&o.ShutdownTimeout, 20*time.Second)
-	setDur(&o.HeartbeatInterval, time.Second)
-	setDur(&o.HeartbeatTTL, 5*time.Second)
-	setDur(&o.BacklogInterval, 10*time.Second)
-	setDur(&o.StrandedInterval, DefaultStrandedInterval)
+	setDur(&o.ShutdownTimeout, d.ShutdownTimeout)
+	setDur(&o.HeartbeatInterval, d.HeartbeatInterval)
+	setDur(&o.HeartbeatTTL, d.HeartbeatTTL)
+	setDur(&o.BacklogInterval, d.BacklogInterval)
+	setDur(&o.StrandedInterval, d.StrandedInterval)
 	setDur(&o.keyspaceRecheck, keyspaceRecheck)
 	setDur(&o.logEvery, logrepeat.DefaultEvery)
 	if o.KeyPrefix == "" {

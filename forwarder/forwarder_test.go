@@ -305,39 +305,6 @@ func TestWakeUpDeliversEarlierMessageBeforePollInterval(t *testing.T) {
 	}
 }
 
-func TestOwnershipSharesSlotsFairlyAndMovesOnlyANewReplicasShare(t *testing.T) {
-	three := []string{"a", "b", "c"}
-	count := map[string]int{}
-	before := map[int]string{}
-	for s := range 64 {
-		o := Owner(three, "orders", s)
-		count[o]++
-		before[s] = o
-	}
-	for _, r := range three {
-		if count[r] < 14 || count[r] > 30 {
-			t.Errorf("replica %s owns %d of 64 slots", r, count[r])
-		}
-	}
-	four := append(three, "d")
-	moved := 0
-	for s := range 64 {
-		o := Owner(four, "orders", s)
-		if o != before[s] {
-			moved++
-			if o != "d" {
-				t.Errorf("slot %d moved from %s to %s, not to the new replica", s, before[s], o)
-			}
-		}
-	}
-	if moved == 0 || moved > 30 {
-		t.Errorf("%d slots moved to the fourth replica", moved)
-	}
-	if Owner(nil, "orders", 0) != "" {
-		t.Error("owner among no replicas")
-	}
-}
-
 func TestSlowBatchKeepsItsLeaseAndIsPublishedOnce(t *testing.T) {
 	t.Parallel()
 	q, prefix := testRedis(t)

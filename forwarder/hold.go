@@ -63,7 +63,15 @@ func (s *scanner) part(h *heldClaim, n int) batch {
 	b.claimed = h.msgs[:n]
 	b.lease = s.leases.hold(b.claimed, h.leased)
 	h.msgs = h.msgs[n:]
+	s.leased()
 	return b
+}
+
+// leased tells the reaper that this slot holds a lease from now on: if this
+// replica dies, the slot's next owner reaps it when it acquires the slot,
+// and if it lives, its own reaper looks when the lease could expire.
+func (s *scanner) leased() {
+	s.f.reaps.note(s.key, time.Now().Add(s.f.opt.Lease+s.f.reapGrace()))
 }
 
 // handOver hands held messages to handoff as they fall due: those due when

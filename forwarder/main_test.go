@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/delaybridge/delaybridge/internal/faultproxy"
-	"github.com/delaybridge/delaybridge/internal/redistest"
+	"github.com/delaybridge/delaybridge/internal/testing/faultproxy"
+	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/sinks"
 )
@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// testRedis connects to the test Redis (internal/redistest) and returns a
+// testRedis connects to the test Redis (internal/testing/redistest) and returns a
 // unique key prefix whose keys are deleted after the test.
 func testRedis(t *testing.T) (*queue.Queue, string) {
 	t.Helper()

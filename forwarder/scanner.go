@@ -110,7 +110,7 @@ func (s *scanner) run(ctx context.Context) {
 	if _, ok := s.topic.Sink.(sinks.Starter); ok {
 		// Starting a publish does not wait for the broker, so the claimer
 		// starts its batches itself: one goroutine hop less per batch.
-		s.claimLoop(ctx, func(b batch) { s.leased(); sent <- s.publish(drain, b) })
+		s.claimLoop(ctx, func(b batch) { sent <- s.publish(drain, b) })
 		close(sent)
 	} else {
 		work := make(chan batch, pipelineDepth)
@@ -120,17 +120,10 @@ func (s *scanner) run(ctx context.Context) {
 				sent <- s.publish(drain, b)
 			}
 		}()
-		s.claimLoop(ctx, func(b batch) { s.leased(); work <- b })
+		s.claimLoop(ctx, func(b batch) { work <- b })
 		close(work)
 	}
 	<-done
-}
-
-// leased tells the reaper that this slot holds a lease from now on: if this
-// replica dies, the slot's next owner reaps it when it acquires the slot,
-// and if it lives, its own reaper looks when the lease could expire.
-func (s *scanner) leased() {
-	s.f.reaps.note(s.key, time.Now().Add(s.f.opt.Lease+s.f.reapGrace()))
 }
 
 // sleep waits for d, a wake-up or the end of ctx; false when ctx ended.

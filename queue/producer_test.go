@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/delaybridge/delaybridge/internal/redistest"
+	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 )
 
 func TestSchedulePutsRawMemberInItsCRC32Slot(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delaybridge/delaybridge/internal/redistest"
+	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 )
 
 // snippetDocs are the documents whose ```go blocks TestGoSnippetsInTheDocsRun

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/delaybridge/delaybridge/config"
+	"github.com/delaybridge/delaybridge/redisclient"
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
@@ -130,7 +131,7 @@ func printCheck(s stdio, topics int, lines []checkLine, warnings []string) {
 }
 
 func checkRedis(ctx context.Context, cfg config.Config) checkLine {
-	rdb, err := cfg.Redis.Client()
+	rdb, err := redisclient.New(cfg.Redis)
 	if err == nil {
 		err = rdb.Ping(ctx).Err()
 		rdb.Close()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/delaybridge/delaybridge/config"
 	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/redisclient"
 )
 
 // The plumbing shared by the producer and operator commands (schedule,
@@ -46,7 +47,7 @@ func openCLI(name string, s stdio) (*cli, int) {
 		}
 		return nil, exitConfig
 	}
-	rdb, err := cfg.Redis.Client()
+	rdb, err := redisclient.New(cfg.Redis)
 	if err != nil {
 		fmt.Fprintf(s.err, "delaybridge %s: redis: %v\n", name, err)
 		return nil, exitConfig

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/delaybridge/delaybridge/internal/redistest"
+	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 )
 

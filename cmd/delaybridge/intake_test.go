@@ -12,8 +12,8 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/delaybridge/delaybridge/config"
-	"github.com/delaybridge/delaybridge/internal/e2etest"
-	"github.com/delaybridge/delaybridge/internal/redistest"
+	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
+	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 )
 
 // TestDaemonTakesInXDelayMessagesFromRabbitMQ runs the daemon in process

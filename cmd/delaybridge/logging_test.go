@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/delaybridge/delaybridge/config"
-	"github.com/delaybridge/delaybridge/internal/faultproxy"
-	"github.com/delaybridge/delaybridge/internal/redistest"
+	"github.com/delaybridge/delaybridge/internal/testing/faultproxy"
+	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 )
 
 // TestLogsWriteDurationsAsText: "1.38s", not 1380000000.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delaybridge/delaybridge/internal/redistest"
+	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delaybridge/delaybridge/internal/faultproxy"
-	"github.com/delaybridge/delaybridge/internal/redistest"
+	"github.com/delaybridge/delaybridge/internal/testing/faultproxy"
+	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 )
 
 // Credentials the broker refuses (403 ACCESS_REFUSED: a wrong password or a

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delaybridge/delaybridge/config"
-	"github.com/delaybridge/delaybridge/internal/redistest"
+	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 	"github.com/delaybridge/delaybridge/sinks"
 )
 

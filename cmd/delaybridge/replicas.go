@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/delaybridge/delaybridge/forwarder"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -63,28 +62,16 @@ type replicaRow struct {
 	Owned          map[string][]int `json:"owned"`
 }
 
-// replicaRows computes each live replica's slots with forwarder.Assign. A
+// replicaRows gives each live replica the slots queue.OwnedSlots gives it. A
 // heartbeat sets the deadline to beat + ttl, so its age is now - (deadline -
 // ttl) by Redis's clock.
 func replicaRows(set queue.ReplicaSet, topics []queue.Topic, ttl time.Duration, all bool) []replicaRow {
+	owned := queue.OwnedSlots(set.Live, topics, all)
 	rows := make([]replicaRow, len(set.Live))
 	for i, id := range set.Live {
 		d := set.Deadlines[id]
-		rows[i] = replicaRow{ID: id, Deadline: jsonTime(d), Owned: map[string][]int{},
+		rows[i] = replicaRow{ID: id, Deadline: jsonTime(d), Owned: owned[i],
 			HeartbeatAgeMS: max(set.Now.Sub(d.Add(-ttl)), 0).Milliseconds(), ExpiresInMS: d.Sub(set.Now).Milliseconds()}
-	}
-	for _, t := range topics {
-		for _, r := range rows {
-			r.Owned[t.Name] = []int{}
-		}
-		owners := forwarder.Assign(set.Live, t.Name, t.SlotCount())
-		for slot, owner := range owners {
-			for i := range rows {
-				if all || rows[i].ID == owner {
-					rows[i].Owned[t.Name] = append(rows[i].Owned[t.Name], slot)
-				}
-			}
-		}
 	}
 	return rows
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/delaybridge/delaybridge/forwarder"
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 func TestReplicasListsLiveReplicasAndTheSlotsTheyOwn(t *testing.T) {
@@ -31,7 +31,7 @@ func TestReplicasListsLiveReplicasAndTheSlotsTheyOwn(t *testing.T) {
 	if len(res.Replicas) != 3 {
 		t.Fatalf("replicas %+v, want pod-a, pod-b, pod-c", res.Replicas)
 	}
-	owners := forwarder.Assign([]string{"pod-a", "pod-b", "pod-c"}, "orders", 4)
+	owners := queue.Assign([]string{"pod-a", "pod-b", "pod-c"}, "orders", 4)
 	total := 0
 	for _, r := range res.Replicas {
 		if r.HeartbeatAgeMS < 0 || r.HeartbeatAgeMS > 2000 || r.ExpiresInMS < 3000 {

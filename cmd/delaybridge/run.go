@@ -20,6 +20,7 @@ import (
 	"github.com/delaybridge/delaybridge/forwarder"
 	"github.com/delaybridge/delaybridge/internal/procs"
 	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/redisclient"
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
@@ -79,7 +80,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	for _, name := range cfg.Unused(os.Environ()) {
 		log.Warn("variable is not used by this configuration (misspelt, or its topic is not in DELAYBRIDGE_TOPICS?)", "var", name, "did_you_mean", cfg.Suggest(name))
 	}
-	rdb, err := cfg.Redis.Client()
+	rdb, err := redisclient.New(cfg.Redis)
 	if err != nil {
 		return fmt.Errorf("redis client: %w", err)
 	}
@@ -94,27 +95,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	reg := newRegistry()
 	metrics := forwarder.NewMetrics(reg)
 
-	fw, err := forwarder.New(forwarder.Options{
-		Queue:                queue.New(rdb),
-		Topics:               topics,
-		KeyPrefix:            cfg.KeyPrefix,
-		BatchSize:            cfg.BatchSize,
-		MaxInflightBatches:   cfg.MaxInflightBatches,
-		Lease:                cfg.Lease,
-		MaxAttempts:          cfg.MaxAttempts,
-		RetryBackoff:         cfg.RetryBackoff,
-		RetryBackoffMax:      cfg.RetryBackoffMax,
-		PollInterval:         cfg.PollInterval,
-		KeyspaceEvents:       cfg.KeyspaceEvents,
-		KeyspacePollInterval: cfg.KeyspacePollInterval,
-		ShutdownTimeout:      cfg.ShutdownTimeout,
-		ReplicaID:            cfg.ReplicaID,
-		AllSlots:             cfg.Ownership == "all",
-		HeartbeatInterval:    cfg.HeartbeatInterval,
-		HeartbeatTTL:         cfg.HeartbeatTTL,
-		Metrics:              metrics,
-		Log:                  log,
-	})
+	fw, err := forwarder.New(forwarderOptions(cfg, queue.New(rdb), topics, metrics, log))
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/delaybridge/delaybridge/config"
 	"github.com/delaybridge/delaybridge/forwarder"
+	"github.com/delaybridge/delaybridge/redisclient"
 	"github.com/delaybridge/delaybridge/sinks"
 	"github.com/delaybridge/delaybridge/sinks/amqp"
 	"github.com/delaybridge/delaybridge/sinks/kafka"
@@ -73,7 +74,7 @@ func newSink(cfg config.Config, t config.Topic, log *slog.Logger) (sinks.Sink, e
 	case "redis":
 		// A client of the sink's own, even on the daemon's Redis: a
 		// stream's slow appends must not take the queue's connections.
-		opts, err := cfg.RedisSink.Redis.Options()
+		opts, err := redisclient.Options(cfg.RedisSink.Redis)
 		if err != nil {
 			return nil, err
 		}

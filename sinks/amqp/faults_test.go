@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delaybridge/delaybridge/internal/faultproxy"
+	"github.com/delaybridge/delaybridge/internal/testing/faultproxy"
 	"github.com/delaybridge/delaybridge/sinks"
 	"github.com/delaybridge/delaybridge/sinks/sinktest"
 )

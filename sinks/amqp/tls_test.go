@@ -19,8 +19,8 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/delaybridge/delaybridge/config"
-	"github.com/delaybridge/delaybridge/internal/faultproxy"
-	"github.com/delaybridge/delaybridge/internal/testpki"
+	"github.com/delaybridge/delaybridge/internal/testing/faultproxy"
+	"github.com/delaybridge/delaybridge/internal/testing/testpki"
 	"github.com/delaybridge/delaybridge/sinks"
 	"github.com/delaybridge/delaybridge/sinks/sinktest"
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/delaybridge/delaybridge/internal/testpki"
+	"github.com/delaybridge/delaybridge/internal/testing/testpki"
 	"github.com/delaybridge/delaybridge/sinks"
 )
 

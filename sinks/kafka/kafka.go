@@ -60,11 +60,9 @@ type Sink struct {
 
 	ping pingCache
 
-	mu       sync.Mutex
-	closed   bool
-	closing  context.Context // done after Close: in-flight Publish calls stop waiting
-	shut     context.CancelFunc
-	inflight sync.WaitGroup
+	gate    sinks.Gate
+	closing context.Context // done after Close: in-flight Publish calls stop waiting
+	shut    context.CancelFunc
 	// writes counts the goroutines sending produce requests: Close waits
 	// for them, so no request outlives the sink.
 	writes sync.WaitGroup
@@ -124,10 +122,10 @@ func New(cfg Config, log *slog.Logger) (*Sink, error) {
 // at once for all partitions: a partition whose leader does not answer
 // holds only its own records, for at most Config.WriteTimeout.
 func (s *Sink) Publish(ctx context.Context, msgs []sinks.Message) error {
-	if !s.enter() {
+	if !s.gate.Enter() {
 		return sinks.ErrClosed
 	}
-	defer s.inflight.Done()
+	defer s.gate.Leave()
 
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("publish to kafka topic %s: %w", s.cfg.Topic, err)
@@ -226,33 +224,17 @@ func (s *Sink) key(m *sinks.Message) []byte {
 	return nil
 }
 
-// enter registers a call that uses the connections; false after Close.
-// The caller calls s.inflight.Done when it ends.
-func (s *Sink) enter() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.inflight.Add(1)
-	return true
-}
-
 // Close stops in-flight Publish calls waiting (they return an error
 // wrapping sinks.ErrClosed), waits for the produce requests under way to
 // end (each within Config.WriteTimeout) and closes the connections.
 // Publish returns sinks.ErrClosed afterwards. Close is idempotent.
 func (s *Sink) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.gate.Shut() {
 		return nil
 	}
-	s.closed = true
-	s.mu.Unlock()
 	s.shut()
 
-	s.inflight.Wait()
+	s.gate.Wait()
 	s.writes.Wait()
 	s.transport.CloseIdleConnections()
 	return nil

@@ -36,10 +36,10 @@ type pingCache struct {
 // last second answer for them), ten per second while they do not. Its errors wrap sinks.ErrNotConnected, and sinks.ErrAuth too
 // when the brokers refuse the SASL credentials.
 func (s *Sink) Ping(ctx context.Context) error {
-	if !s.enter() {
+	if !s.gate.Enter() {
 		return sinks.NotConnected(sinks.ErrClosed)
 	}
-	defer s.inflight.Done()
+	defer s.gate.Leave()
 	s.ping.mu.Lock()
 	defer s.ping.mu.Unlock()
 	if ttl := pingTTL; !s.ping.at.IsZero() {

@@ -15,10 +15,10 @@ import (
 // errors. A message over Config.MaxMessageSize fails permanently without
 // being sent; the others are appended.
 func (s *Sink) Publish(ctx context.Context, msgs []sinks.Message) error {
-	if !s.enter() {
+	if !s.gate.Enter() {
 		return s.wrap(sinks.ErrClosed)
 	}
-	defer s.inflight.Done()
+	defer s.gate.Leave()
 	if err := ctx.Err(); err != nil {
 		return s.wrap(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/delaybridge/delaybridge/internal/faultproxy"
+	"github.com/delaybridge/delaybridge/internal/testing/faultproxy"
 	"github.com/delaybridge/delaybridge/sinks"
 	"github.com/delaybridge/delaybridge/sinks/sinktest"
 )

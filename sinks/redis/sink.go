@@ -46,11 +46,10 @@ type Sink struct {
 	client goredis.UniversalClient
 	owns   bool // Close closes client
 
-	mu       sync.Mutex
-	closed   bool
-	inflight sync.WaitGroup
-	heldAt   time.Time // when Redis last refused a write for its state
-	held     error     // that refusal
+	gate   sinks.Gate
+	mu     sync.Mutex
+	heldAt time.Time // when Redis last refused a write for its state
+	held   error     // that refusal
 }
 
 var (
@@ -96,10 +95,10 @@ func Open(opts *goredis.UniversalOptions, cfg Config, log *slog.Logger) (*Sink, 
 // Redis refused a write for its state it reports that refusal instead.
 // Its errors wrap sinks.ErrNotConnected.
 func (s *Sink) Ping(ctx context.Context) error {
-	if !s.enter() {
+	if !s.gate.Enter() {
 		return sinks.NotConnected(sinks.ErrClosed)
 	}
-	defer s.inflight.Done()
+	defer s.gate.Leave()
 	s.mu.Lock()
 	held, at := s.held, s.heldAt
 	s.mu.Unlock()
@@ -135,32 +134,16 @@ func (s *Sink) hold(err error) {
 	s.mu.Unlock()
 }
 
-// enter registers a call that uses the client; false after Close. The
-// caller calls s.inflight.Done when it ends.
-func (s *Sink) enter() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.inflight.Add(1)
-	return true
-}
-
 // Close waits for the Publish calls under way (each bounded by the
 // client's read and write timeouts) and closes the client if the sink made
 // it. Publish returns an error wrapping sinks.ErrClosed afterwards. Close is
 // idempotent.
 func (s *Sink) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.gate.Shut() {
 		return nil
 	}
-	s.closed = true
-	s.mu.Unlock()
 
-	s.inflight.Wait()
+	s.gate.Wait()
 	if s.owns {
 		if err := s.client.Close(); err != nil {
 			return fmt.Errorf("close redis client of stream %s: %w", s.cfg.Stream, err)

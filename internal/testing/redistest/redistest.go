@@ -7,7 +7,7 @@
 // them apart.
 //
 // The processes that tests start (redis-server, the daemon) are
-// internal/e2etest's.
+// internal/testing/e2etest's.
 package redistest
 
 import (

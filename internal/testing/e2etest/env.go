@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delaybridge/delaybridge/internal/redistest"
+	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 )
 
-// RedisURL is the Redis the tests use (see internal/redistest).
+// RedisURL is the Redis the tests use (see internal/testing/redistest).
 func RedisURL() string { return redistest.URL() }
 
 // RedisClusterAddrs are the nodes of the local Redis Cluster that

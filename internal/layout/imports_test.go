@@ -1,0 +1,215 @@
+package layout
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// module is the import path of the module whose packages the test walks.
+const module = "github.com/delaybridge/delaybridge"
+
+// tooling is the rank of what only tests, benches and generators use: it may
+// import any product package and any other tool, and no product package may
+// import it.
+const tooling = 9
+
+// ranks place every package of the module on a floor. The data flows one
+// way, queue → forwarder → sinks, and an import only runs down: a product
+// package imports packages of a lower floor only, so peers on one floor
+// (forwarder, intake, config, console, the sink adapters) never import each
+// other, and nothing imports cmd. A path ending in "/..." names the
+// sub-packages under it; the longest match wins.
+var ranks = []struct {
+	path string
+	rank int
+}{
+	// Helpers the product imports: nothing of the module below them.
+	{"internal/backoff", 0},
+	{"internal/rawio", 0},
+	{"internal/procs", 0},
+	{"internal/logrepeat", 0},
+	// The data model and the sink contract.
+	{"queue", 1},
+	{"sinks", 1},
+	// What uses them: the pipeline, the intake, the configuration, the
+	// console (queue only: never the forwarder), the sink adapters (sinks,
+	// never forwarder).
+	{"forwarder", 2},
+	{"intake", 2},
+	{"config", 2},
+	{"console", 2},
+	{"sinks/...", 2},
+	// Connecting as the configuration says (it reads config).
+	{"redisclient", 3},
+	// main packages: wiring only.
+	{"cmd/...", 4},
+	// Test tooling, benches, examples and generators.
+	{"internal/testing/...", tooling},
+	{"internal/layout", tooling},
+	{"config/internal/gendoc", tooling},
+	{"bench", tooling},
+	{"chaos", tooling},
+	{"cluster", tooling},
+	{"e2e", tooling},
+	{"examples/...", tooling},
+}
+
+// rankOf returns the floor of a package path relative to the module root;
+// ok is false for a package the table does not place.
+func rankOf(pkg string) (rank int, ok bool) {
+	best := -1
+	for _, r := range ranks {
+		match := pkg == r.path
+		if base, sub := strings.CutSuffix(r.path, "/..."); sub {
+			match = strings.HasPrefix(pkg, base+"/")
+		}
+		if match && len(r.path) > best {
+			best, rank, ok = len(r.path), r.rank, true
+		}
+	}
+	return rank, ok
+}
+
+// importAllowed says whether package from may import package to (both
+// relative to the module root) and, if not, why.
+func importAllowed(from, to string) (bool, string) {
+	rf, okf := rankOf(from)
+	rt, okt := rankOf(to)
+	switch {
+	case !okf || !okt:
+		return false, "a package the layout test does not place: add it to ranks"
+	case to == "cmd" || strings.HasPrefix(to, "cmd/"):
+		return false, "nothing imports cmd: it only wires"
+	case rt == tooling && rf != tooling:
+		return false, "the product never imports test tooling"
+	case rf == tooling:
+		return true, ""
+	case rt >= rf:
+		return false, "an import runs back up or across a floor: move the helper down"
+	}
+	return true, ""
+}
+
+func TestImportsRunDownTheFloors(t *testing.T) {
+	root := filepath.Join("..", "..")
+	graph, err := moduleImports(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(graph) < 20 {
+		t.Fatalf("found only %d packages: the test no longer finds them", len(graph))
+	}
+	for from, tos := range graph {
+		for _, to := range tos {
+			if ok, why := importAllowed(from, to); !ok {
+				t.Errorf("%s imports %s: %s", from, to, why)
+			}
+		}
+	}
+}
+
+// TestImportRuleRefusesTheArrowsTheDesignForbids keeps importAllowed strict:
+// each of these imports would be a fault.
+func TestImportRuleRefusesTheArrowsTheDesignForbids(t *testing.T) {
+	for _, bad := range [][2]string{
+		{"console", "forwarder"},
+		{"queue", "forwarder"},
+		{"queue", "sinks"},
+		{"queue", "config"},
+		{"sinks", "queue"},
+		{"sinks/amqp", "forwarder"},
+		{"sinks/kafka", "sinks/amqp"},
+		{"forwarder", "config"},
+		{"config", "redisclient"},
+		{"queue", "redisclient"},
+		{"forwarder", "console"},
+		{"internal/backoff", "queue"},
+		{"forwarder", "cmd/delaybridge"},
+		{"queue", "internal/testing/redistest"},
+		{"forwarder", "a/package/nobody/placed"},
+	} {
+		if ok, _ := importAllowed(bad[0], bad[1]); ok {
+			t.Errorf("importAllowed(%s -> %s) = true, want false", bad[0], bad[1])
+		}
+	}
+	for _, good := range [][2]string{
+		{"forwarder", "queue"},
+		{"forwarder", "sinks"},
+		{"sinks/amqp", "sinks"},
+		{"console", "queue"},
+		{"cmd/delaybridge", "forwarder"},
+		{"internal/testing/e2etest", "sinks"},
+	} {
+		if ok, why := importAllowed(good[0], good[1]); !ok {
+			t.Errorf("importAllowed(%s -> %s) = false (%s), want true", good[0], good[1], why)
+		}
+	}
+}
+
+// moduleImports maps every package directory of the module (relative to
+// root, nested modules such as deploy/ left out) to the module packages its
+// non-test files import.
+func moduleImports(root string) (map[string][]string, error) {
+	graph := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || fileExists(filepath.Join(path, "go.mod"))) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		pkg := filepath.ToSlash(rel)
+		if _, seen := graph[pkg]; !seen {
+			graph[pkg] = nil
+		}
+		for _, imp := range f.Imports {
+			p, err := strconv.Unquote(imp.Path.Value)
+			if err != nil {
+				return err
+			}
+			if to, ok := strings.CutPrefix(p, module+"/"); ok && !contains(graph[pkg], to) {
+				graph[pkg] = append(graph[pkg], to)
+			}
+		}
+		return nil
+	})
+	for _, tos := range graph {
+		sort.Strings(tos)
+	}
+	return graph, err
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,62 @@
+// Package redisclient connects to Redis as the configuration describes: the
+// go-redis options config.Redis translates, over connections that read and
+// write with raw system calls (internal/rawio), TLS included.
+package redisclient
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delaybridge/delaybridge/config"
+	"github.com/delaybridge/delaybridge/internal/rawio"
+)
+
+// Options are r's go-redis options with the dialer every connection uses.
+func Options(r config.Redis) (*redis.UniversalOptions, error) {
+	o, err := r.Options()
+	if err != nil {
+		return nil, err
+	}
+	o.Dialer = dialer(o.DialTimeout, o.TLSConfig)
+	return o, nil
+}
+
+// New connects to Redis as r describes. The caller closes the client.
+func New(r config.Redis) (redis.UniversalClient, error) {
+	o, err := Options(r)
+	if err != nil {
+		return nil, err
+	}
+	return redis.NewUniversalClient(o), nil
+}
+
+// dialer does what go-redis's own dialer does (TCP, then TLS when
+// configured, checking the dialled host when no server name is set) over a
+// connection that reads and writes with raw system calls (rawio), so a
+// round trip to Redis does not wake the Go runtime's monitor thread.
+func dialer(timeout time.Duration, tlsConfig *tls.Config) func(context.Context, string, string) (net.Conn, error) {
+	dial := rawio.Dial(&net.Dialer{Timeout: timeout})
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil || tlsConfig == nil {
+			return c, err
+		}
+		cfg := tlsConfig
+		if cfg.ServerName == "" {
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tc := tls.Client(c, cfg)
+		hctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if err := tc.HandshakeContext(hctx); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		return tc, nil
+	}
+}

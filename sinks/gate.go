@@ -1,0 +1,43 @@
+package sinks
+
+import "sync"
+
+// Gate is the lifecycle of a sink's connections: the calls that use them
+// (Publish, Ping, destination checks) enter it, and Close shuts it, so no
+// call starts after Close and Close waits for those under way. The zero
+// value is open.
+type Gate struct {
+	mu     sync.Mutex
+	closed bool
+	calls  sync.WaitGroup
+}
+
+// Enter registers a call that uses the connections; false once the gate is
+// shut. The caller calls Leave when the call ends.
+func (g *Gate) Enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.calls.Add(1)
+	return true
+}
+
+// Leave ends a call Enter registered.
+func (g *Gate) Leave() { g.calls.Done() }
+
+// Shut refuses every later Enter; false when the gate was shut already (a
+// second Close, which has nothing left to do).
+func (g *Gate) Shut() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.closed = true
+	return true
+}
+
+// Wait waits for the calls under way to Leave.
+func (g *Gate) Wait() { g.calls.Wait() }

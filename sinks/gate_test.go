@@ -1,0 +1,35 @@
+package sinks
+
+import (
+	"testing"
+	"time"
+)
+
+func TestGateRefusesCallsAfterShutAndWaitsForThoseUnderWay(t *testing.T) {
+	var g Gate
+	if !g.Enter() {
+		t.Fatal("a new gate refused a call")
+	}
+	if !g.Shut() {
+		t.Fatal("the first Shut reported the gate shut already")
+	}
+	if g.Shut() {
+		t.Error("a second Shut reported it shut the gate")
+	}
+	if g.Enter() {
+		t.Error("a call entered after Shut")
+	}
+	waited := make(chan struct{})
+	go func() { g.Wait(); close(waited) }()
+	select {
+	case <-waited:
+		t.Fatal("Wait returned while a call was under way")
+	case <-time.After(50 * time.Millisecond):
+	}
+	g.Leave()
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait did not return after the call left")
+	}
+}
