@@ -26,7 +26,7 @@ const ackChunk = 256
 // (reasons) to forget: both go, unless the same bytes are also dead. An acked envelope leaves the ids index unless its member was
 // scheduled again meanwhile. Members are looked up and forgotten in chunks of
 // ackChunk.
-var ackScript = slotScript(idsLua, fmt.Sprintf("local chunk = %d\n", ackChunk), `
+var ackScript = drainScript(idsLua, fmt.Sprintf("local chunk = %d\n", ackChunk), `
 local n = 0
 local failed = redis.call('HLEN', attempts) > 0
 local seen = {}
@@ -109,7 +109,7 @@ func (t Topic) knownID(ids []string, i int, member string) string {
 //
 // Each goes back at its original due time, so slot order is kept. Returns how
 // many were still in flight.
-var releaseScript = slotScript(nowLua, `
+var releaseScript = drainScript(nowLua, `
 local n = 0
 for i = 1, #ARGV do
   local m = ARGV[i]
@@ -194,7 +194,7 @@ const retryArgs = 5
 // text is kept as the member's last error (reasons) either way, so ls and get
 // show why a retrying message failed. A dead-lettered envelope leaves the ids
 // index; one waiting to retry keeps its id.
-var retryScript = slotScript(nowLua, idsLua, buryLua, fmt.Sprintf("local step = %d\n", retryArgs), `
+var retryScript = drainScript(nowLua, idsLua, buryLua, fmt.Sprintf("local step = %d\n", retryArgs), `
 local max = tonumber(ARGV[1])
 local out = {}
 for i = 2, #ARGV, step do
