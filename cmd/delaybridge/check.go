@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/delaybridge/delaybridge/config"
+	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
@@ -17,8 +19,10 @@ Validates the DELAYBRIDGE_* variables, reaches Redis and every topic's broker,
 and verifies that each topic's destination exists (the AMQP exchange, the
 Kafka topic; a Redis stream key is absent or a stream). Credentials a broker
 refuses fail at once.
-Exit 0: all good; 1: a service is unreachable or a destination is missing;
-2: bad configuration.
+Redis's maxmemory-policy must keep every key: an allkeys-* policy deletes
+scheduled messages when Redis fills, and fails the check.
+Exit 0: all good; 1: a service is unreachable, a destination is missing or
+Redis may evict messages; 2: bad configuration.
 `
 
 // checkTimeout bounds the wait for Redis and every broker.
@@ -30,6 +34,7 @@ type checkLine struct {
 	Sink  string `json:"sink,omitempty"` // the topic's sink
 	OK    bool   `json:"ok"`
 	Error string `json:"error,omitempty"`
+	Note  string `json:"note,omitempty"` // what an operator should know of a check that passed
 }
 
 // runCheck is `delaybridge check`: validate the configuration, reach Redis
@@ -81,7 +86,9 @@ func printCheck(s stdio, topics int, lines []checkLine) {
 		if l.Sink != "" {
 			name = fmt.Sprintf("%s (%s)", l.Name, l.Sink)
 		}
-		if l.OK {
+		if l.OK && l.Note != "" {
+			fmt.Fprintf(s.out, "%s: ok (%s)\n", name, l.Note)
+		} else if l.OK {
 			fmt.Fprintf(s.out, "%s: ok\n", name)
 		} else {
 			fmt.Fprintf(s.out, "%s: FAILED: %s\n", name, l.Error)
@@ -89,16 +96,30 @@ func printCheck(s stdio, topics int, lines []checkLine) {
 	}
 }
 
+// checkRedis reaches Redis and reads its memory policy: one that evicts any
+// key (allkeys-*) would delete scheduled messages when Redis fills, so it
+// fails. A user not granted INFO still passes, with a note.
 func checkRedis(ctx context.Context, cfg config.Config) checkLine {
 	rdb, err := cfg.Redis.Client()
-	if err == nil {
-		err = rdb.Ping(ctx).Err()
-		rdb.Close()
-	}
 	if err != nil {
 		return checkLine{Name: "redis", Error: err.Error()}
 	}
-	return checkLine{Name: "redis", OK: true}
+	defer rdb.Close()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return checkLine{Name: "redis", Error: err.Error()}
+	}
+	m, err := queue.New(rdb).Memory(ctx)
+	switch {
+	case err != nil:
+		return checkLine{Name: "redis", OK: true, Note: fmt.Sprintf("maxmemory-policy unknown (%v)", err)}
+	case m.Evicting():
+		return checkLine{Name: "redis", Error: m.EvictingError().Error()}
+	case m.Full():
+		return checkLine{Name: "redis", OK: true, Note: fmt.Sprintf("maxmemory-policy %s; FULL: %d of %d bytes used, new messages are refused until the backlog drains or maxmemory is raised", m.Policy, m.Used, m.Max)}
+	case strings.HasPrefix(m.Policy, "volatile-"):
+		return checkLine{Name: "redis", OK: true, Note: fmt.Sprintf("maxmemory-policy %s: delaybridge's keys carry no TTL and are never evicted; a full Redis refuses new messages as under noeviction", m.Policy)}
+	}
+	return checkLine{Name: "redis", OK: true, Note: "maxmemory-policy " + m.Policy}
 }
 
 // checkTopic connects the topic's sink, then asks whether its destination

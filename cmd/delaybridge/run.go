@@ -125,18 +125,29 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	dests, stopWatch := watchDestinations(ctx, topics, log)
 	defer stopWatch()
 
-	stopHTTP, err := startHTTP(cfg.HTTPAddr, routes(reg, rdb, topics, dests, intakes), log)
+	mem := newMemoryWatch(queue.New(rdb), reg, log)
+	stopMem := runUntilStopped(ctx, mem.run)
+	defer stopMem()
+
+	stopHTTP, err := startHTTP(cfg.HTTPAddr, routes(reg, rdb, topics, dests, intakes, mem), log)
 	if err != nil {
 		return err
 	}
 	defer stopHTTP()
 	// The probes answer while the topics are registered: a Redis that
 	// refuses the daemon shows in /readyz and the log, not as silence.
-	if err := registerTopics(ctx, queue.New(rdb), cfg, log); err != nil {
-		if ctx.Err() != nil && !errors.Is(err, queue.ErrLayoutMismatch) {
-			log.Warn("stopped before the topics could be registered; nothing was claimed", "err", err)
-			return nil
-		}
+	err = registerTopics(ctx, queue.New(rdb), cfg, log)
+	switch {
+	case errors.Is(err, queue.ErrRedisFull):
+		// The layouts were checked: only the write waits for room, and
+		// delivering is what makes room.
+		log.Warn("Redis is full: the topic registry is written once it has room; forwarding meanwhile", "err", err)
+		stopRegister := runUntilStopped(ctx, func(ctx context.Context) { registerWhenRoom(ctx, queue.New(rdb), cfg, log) })
+		defer stopRegister()
+	case err != nil && ctx.Err() != nil && !errors.Is(err, queue.ErrLayoutMismatch):
+		log.Warn("stopped before the topics could be registered; nothing was claimed", "err", err)
+		return nil
+	case err != nil:
 		return err
 	}
 	stopIntakes := startIntakes(ctx, intakes, log)
@@ -154,6 +165,18 @@ func watchDestinations(ctx context.Context, topics []forwarder.Topic, log *slog.
 	return dests, func() {
 		cancel()
 		watching.Wait()
+	}
+}
+
+// runUntilStopped runs fn in a goroutine until stop is called, which cancels
+// its context and waits for it.
+func runUntilStopped(ctx context.Context, fn func(context.Context)) (stop func()) {
+	fctx, cancel := context.WithCancel(ctx)
+	var running sync.WaitGroup
+	running.Go(func() { fn(fctx) })
+	return func() {
+		cancel()
+		running.Wait()
 	}
 }
 
@@ -202,10 +225,10 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// routes serves only metrics and probes. dests (nil: none) is the
-// destination watch whose last result /readyz reports, as it reports the
-// intakes' health.
-func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwarder.Topic, dests *destinationWatch, intakes []intakeRunner) http.Handler {
+// routes serves only metrics and probes. dests and mem (nil: none) are the
+// destination and Redis memory watches whose last results /readyz reports,
+// as it reports the intakes' health.
+func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwarder.Topic, dests *destinationWatch, intakes []intakeRunner, mem *memoryWatch) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -215,6 +238,9 @@ func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwar
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		err := ready(ctx, rdb, topics)
+		if err == nil {
+			err = mem.err()
+		}
 		if err == nil {
 			err = dests.err()
 		}
