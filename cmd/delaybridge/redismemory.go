@@ -7,8 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/delaybridge/delaybridge/forwarder"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -32,7 +31,7 @@ type memoryWatch struct {
 	log      *slog.Logger
 	every    time.Duration
 	logEvery time.Duration
-	metrics  memoryMetrics
+	metrics  *forwarder.Metrics
 
 	mu       sync.Mutex
 	last     queue.Memory
@@ -41,37 +40,8 @@ type memoryWatch struct {
 	warnedNA bool      // INFO refused, logged once
 }
 
-// memoryMetrics export what memoryWatch read.
-type memoryMetrics struct {
-	evicting *prometheus.GaugeVec
-	full     prometheus.Gauge
-	used     prometheus.Gauge
-	max      prometheus.Gauge
-}
-
-func newMemoryMetrics(reg prometheus.Registerer) memoryMetrics {
-	m := memoryMetrics{
-		evicting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "delaybridge_redis_evicting",
-			Help: "1 while Redis's maxmemory-policy (the label) may evict any key, scheduled messages included: set noeviction.",
-		}, []string{"policy"}),
-		full: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "delaybridge_redis_full",
-			Help: "1 while Redis's used memory is at its maxmemory: it refuses new messages; the backlog still drains.",
-		}),
-		used: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "delaybridge_redis_used_memory_bytes", Help: "Redis's used_memory (INFO memory; on a cluster, the fullest master's).",
-		}),
-		max: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "delaybridge_redis_maxmemory_bytes", Help: "Redis's maxmemory (0: no limit).",
-		}),
-	}
-	reg.MustRegister(m.evicting, m.full, m.used, m.max)
-	return m
-}
-
-func newMemoryWatch(q *queue.Queue, reg prometheus.Registerer, log *slog.Logger) *memoryWatch {
-	return &memoryWatch{q: q, log: log, every: memoryCheckEvery, logEvery: evictingLogEvery, metrics: newMemoryMetrics(reg)}
+func newMemoryWatch(q *queue.Queue, m *forwarder.Metrics, log *slog.Logger) *memoryWatch {
+	return &memoryWatch{q: q, log: log, every: memoryCheckEvery, logEvery: evictingLogEvery, metrics: m}
 }
 
 // run reads at once, then every w.every, until ctx ends.
@@ -107,11 +77,11 @@ func (w *memoryWatch) record(m queue.Memory, err error) {
 	}
 	was := w.last
 	w.last, w.known = m, true
-	w.metrics.used.Set(float64(m.Used))
-	w.metrics.max.Set(float64(m.Max))
-	w.metrics.full.Set(b2f(m.Full()))
-	w.metrics.evicting.Reset()
-	w.metrics.evicting.WithLabelValues(m.Policy).Set(b2f(m.Evicting()))
+	w.metrics.RedisUsed.Set(float64(m.Used))
+	w.metrics.RedisMax.Set(float64(m.Max))
+	w.metrics.RedisFull.Set(b2f(m.Full()))
+	w.metrics.RedisEvicting.Reset()
+	w.metrics.RedisEvicting.WithLabelValues(m.Policy).Set(b2f(m.Evicting()))
 	if m.Evicting() && (w.loggedEv.IsZero() || time.Since(w.loggedEv) >= w.logEvery) {
 		w.loggedEv = time.Now()
 		w.log.Error("Redis may evict scheduled messages: they would be lost without a trace", "err", m.EvictingError())

@@ -125,7 +125,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	dests, stopWatch := watchDestinations(ctx, topics, log)
 	defer stopWatch()
 
-	mem := newMemoryWatch(queue.New(rdb), reg, log)
+	mem := newMemoryWatch(queue.New(rdb), metrics, log)
 	stopMem := runUntilStopped(ctx, mem.run)
 	defer stopMem()
 

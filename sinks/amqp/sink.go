@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/delaybridge/delaybridge/sinks"
 )
@@ -54,12 +55,13 @@ type Sink struct {
 	// channel; confirms are awaited after it is released.
 	pubMu sync.Mutex
 
-	mu      sync.Mutex
-	sess    *session      // nil while disconnected
-	up      chan struct{} // closed while sess is set
-	down    error         // why sess is nil
-	blocked string        // the broker's reason while it blocks publishing
-	closed  bool
+	mu        sync.Mutex
+	sess      *session      // nil while disconnected
+	up        chan struct{} // closed while sess is set
+	down      error         // why sess is nil
+	blocked   string        // the broker's reason while it blocks publishing
+	blockedAt time.Time     // when the block began
+	closed    bool
 }
 
 var (
