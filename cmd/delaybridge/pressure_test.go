@@ -194,3 +194,29 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestStatsShowsAFullAndAnEvictingRedis: stats says when Redis is full or
+// may evict messages, in text and in JSON.
+func TestStatsShowsAFullAndAnEvictingRedis(t *testing.T) {
+	for _, tc := range []struct {
+		policy, says, json string
+	}{
+		{"noeviction", "REDIS FULL:", `"full":true`},
+		{"allkeys-lru", "REDIS EVICTING: maxmemory-policy allkeys-lru", `"evicting":true`},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			rdb := policyEnv(t, tc.policy)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if tc.policy == "noeviction" {
+				e2etest.FillRedis(t, ctx, rdb)
+			}
+			if code, out, errs := runCmd(ctx, "", "stats"); code != exitOK || !strings.Contains(out, tc.says) {
+				t.Errorf("stats: exit %d, want 0 saying %q\nstdout: %s\nstderr: %s", code, tc.says, out, errs)
+			}
+			if code, out, errs := runCmd(ctx, "", "stats", "--json"); code != exitOK || !strings.Contains(out, tc.json) {
+				t.Errorf("stats --json: exit %d, want 0 with %s\nstdout: %s\nstderr: %s", code, tc.json, out, errs)
+			}
+		})
+	}
+}
