@@ -66,6 +66,26 @@ func registerTopics(ctx context.Context, q *queue.Queue, cfg config.Config, log 
 	}
 }
 
+// startRegistry registers the topics before the daemon forwards. On a full
+// Redis it returns at once and writes the registry in the background once
+// Redis has room (the layouts were checked: only the write waits, and
+// delivering is what makes room); stop ends that. stop is nil with a nil
+// error when ctx ended first: nothing is to be forwarded.
+func startRegistry(ctx context.Context, q *queue.Queue, cfg config.Config, log *slog.Logger) (stop func(), err error) {
+	err = registerTopics(ctx, q, cfg, log)
+	switch {
+	case err == nil:
+		return func() {}, nil
+	case errors.Is(err, queue.ErrRedisFull):
+		log.Warn("Redis is full: the topic registry is written once it has room; forwarding meanwhile", "err", err)
+		return runUntilStopped(ctx, func(ctx context.Context) { registerWhenRoom(ctx, q, cfg, log) }), nil
+	case ctx.Err() != nil && !errors.Is(err, queue.ErrLayoutMismatch):
+		log.Warn("stopped before the topics could be registered; nothing was claimed", "err", err)
+		return nil, nil
+	}
+	return nil, err
+}
+
 // registerRoomEvery is how often registerWhenRoom tries the write again.
 const registerRoomEvery = 5 * time.Second
 

@@ -126,9 +126,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	defer stopWatch()
 
 	mem := newMemoryWatch(queue.New(rdb), metrics, log)
-	stopMem := runUntilStopped(ctx, mem.run)
-	defer stopMem()
-
+	defer runUntilStopped(ctx, mem.run)() // starts it now, stops it on return
 	stopHTTP, err := startHTTP(cfg.HTTPAddr, routes(reg, rdb, topics, dests, intakes, mem), log)
 	if err != nil {
 		return err
@@ -136,20 +134,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	defer stopHTTP()
 	// The probes answer while the topics are registered: a Redis that
 	// refuses the daemon shows in /readyz and the log, not as silence.
-	err = registerTopics(ctx, queue.New(rdb), cfg, log)
-	switch {
-	case errors.Is(err, queue.ErrRedisFull):
-		// The layouts were checked: only the write waits for room, and
-		// delivering is what makes room.
-		log.Warn("Redis is full: the topic registry is written once it has room; forwarding meanwhile", "err", err)
-		stopRegister := runUntilStopped(ctx, func(ctx context.Context) { registerWhenRoom(ctx, queue.New(rdb), cfg, log) })
-		defer stopRegister()
-	case err != nil && ctx.Err() != nil && !errors.Is(err, queue.ErrLayoutMismatch):
-		log.Warn("stopped before the topics could be registered; nothing was claimed", "err", err)
-		return nil
-	case err != nil:
+	stopRegister, err := startRegistry(ctx, queue.New(rdb), cfg, log)
+	if err != nil || stopRegister == nil {
 		return err
 	}
+	defer stopRegister()
 	stopIntakes := startIntakes(ctx, intakes, log)
 	defer stopIntakes()
 	return fw.Run(ctx)
