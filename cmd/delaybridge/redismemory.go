@@ -108,13 +108,6 @@ func (w *memoryWatch) err() error {
 	return nil
 }
 
-// state is the last reading, for the console; ok false before the first.
-func (w *memoryWatch) state() (queue.Memory, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.last, w.known
-}
-
 func b2f(b bool) float64 {
 	if b {
 		return 1
