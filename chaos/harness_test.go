@@ -44,17 +44,24 @@ type bridge struct {
 func newBridge(t *testing.T, slots int, queueArgs amqp.Table) *bridge {
 	t.Helper()
 	name := e2etest.Unique(t)
+	return newBridgeOn(t, name, slots, e2etest.NewRabbit(t, name, queueArgs), e2etest.AMQPURL())
+}
+
+// newBridgeOn is newBridge with the exchange and queue mq (named name) on
+// the broker at amqpURL.
+func newBridgeOn(t *testing.T, name string, slots int, mq *e2etest.Rabbit, amqpURL string) *bridge {
+	t.Helper()
 	b := &bridge{
 		t:      t,
 		name:   name,
 		rdb:    e2etest.ConnectRedis(t, name),
 		topic:  queue.Topic{Name: topicName, Prefix: name, Slots: slots},
-		mq:     e2etest.NewRabbit(t, name, queueArgs),
+		mq:     mq,
 		binary: binary,
 	}
 	b.vars = map[string]string{
 		"DELAYBRIDGE_REDIS_URL":                e2etest.RedisURL(),
-		"DELAYBRIDGE_AMQP_URL":                 e2etest.AMQPURL(),
+		"DELAYBRIDGE_AMQP_URL":                 amqpURL,
 		"DELAYBRIDGE_KEY_PREFIX":               name,
 		"DELAYBRIDGE_TOPICS":                   topicName,
 		"DELAYBRIDGE_TOPIC_ORDERS_SLOTS":       strconv.Itoa(slots),

@@ -27,6 +27,7 @@ import (
 // too. HELLO and AUTH need no grant.
 var daemonCommands = []string{
 	"ping", "evalsha", "eval", "subscribe",
+	"info", // INFO memory: a full Redis, a policy that evicts
 	"time", "zadd", "zrem", "zrange", "zrangebyscore", "zremrangebyrank", "zremrangebyscore",
 	"zscore", "zmscore", "zcard", "zcount", "hset", "hget", "hmget", "hdel", "hincrby", "hlen", "hscan",
 	"hkeys", "hrandfield", // the stats script's retrying count (bounded: HKEYS only of a small hash)

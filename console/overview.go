@@ -18,6 +18,18 @@ type overview struct {
 	Error    string       `json:"error,omitempty"`
 	Topics   []topicRow   `json:"topics"`
 	Replicas []replicaRow `json:"replicas"`
+	// Redis is Redis's memory state, nil when INFO is not granted.
+	Redis *redisMemory `json:"redis,omitempty"`
+}
+
+// redisMemory is what the overview says of Redis's memory: a full Redis
+// refuses new messages, an evicting one may lose them (README, Operations).
+type redisMemory struct {
+	Used     int64  `json:"used_memory"`
+	Max      int64  `json:"maxmemory"`
+	Policy   string `json:"maxmemory_policy"`
+	Full     bool   `json:"full"`
+	Evicting bool   `json:"evicting"`
 }
 
 type topicRow struct {
@@ -80,6 +92,9 @@ func (s *Server) readOverview(ctx context.Context) (overview, error) {
 		return overview{}, err
 	}
 	ov.Replicas = replicaRows(set, topics, s.opts.OwnershipAll)
+	if m, err := s.opts.Queue.Memory(ctx); err == nil {
+		ov.Redis = &redisMemory{Used: m.Used, Max: m.Max, Policy: m.Policy, Full: m.Full(), Evicting: m.Evicting()}
+	}
 	return ov, nil
 }
 

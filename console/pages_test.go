@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delaybridge/delaybridge/console"
+	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -211,4 +213,31 @@ func TestSessionCookieIsSecureOverTLS(t *testing.T) {
 	if c := res.Cookies(); len(c) != 1 || !c[0].Secure || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode {
 		t.Errorf("cookie over TLS %+v: want Secure, HttpOnly, SameSite=Strict", c)
 	}
+}
+
+// TestOverviewShowsAFullRedis: the overview's banner and JSON say Redis is
+// full (a private Redis at its maxmemory), and say nothing on a healthy one.
+func TestOverviewShowsAFullRedis(t *testing.T) {
+	f := newFixture(t, "")
+	if _, body := f.do("GET", "/", nil, nil); strings.Contains(body, `id="redis-full"`) || strings.Contains(body, `id="redis-evicting"`) {
+		t.Errorf("the overview of a healthy Redis shows a memory banner")
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: e2etest.StartPolicyRedis(t, "noeviction").Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	q := queue.New(rdb)
+	if _, err := q.Register(ctx, "dq", "r", []queue.Layout{queue.LayoutOf(queue.Topic{Name: "orders"})}); err != nil {
+		t.Fatal(err)
+	}
+	e2etest.FillRedis(t, ctx, rdb)
+	srv, err := console.New(console.Options{Queue: q, Prefix: "dq"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv = srv
+	res, body := f.do("GET", "/", nil, nil)
+	wantStatus(t, res, body, http.StatusOK)
+	wantContains(t, body, `id="redis-full"`, "Redis is full")
+	_, js := f.do("GET", "/api/overview", nil, nil)
+	wantContains(t, js, `"full":true`, `"maxmemory_policy":"noeviction"`)
 }

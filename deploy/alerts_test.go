@@ -303,6 +303,18 @@ var alertScenarios = map[string]struct{ firing, quiet map[string][]synthetic }{
 			"none": {series("delaybridge_stranded_messages", constant(0), "instance", "a", "topic", "orders")},
 		},
 	},
+	"DelaybridgeRedisEvicting": {
+		firing: map[string][]synthetic{"allkeys-lru": {series("delaybridge_redis_evicting", constant(1), "instance", "a", "policy", "allkeys-lru")}},
+		quiet:  map[string][]synthetic{"noeviction": {series("delaybridge_redis_evicting", constant(0), "instance", "a", "policy", "noeviction")}},
+	},
+	"DelaybridgeRedisFull": {
+		firing: map[string][]synthetic{"full for the last half hour": {series("delaybridge_redis_full", stepAt(30, 0, 1), "instance", "a")}},
+		quiet:  map[string][]synthetic{"full for a minute long ago": {series("delaybridge_redis_full", func(m float64) float64 { return b2f(m >= 10 && m < 11) }, "instance", "a")}},
+	},
+	"DelaybridgeBrokerBlocked": {
+		firing: map[string][]synthetic{"blocked for the last 20 minutes": {series("delaybridge_sink_blocked", stepAt(40, 0, 1), "instance", "a", "topic", "orders", "reason", "low on memory")}},
+		quiet:  map[string][]synthetic{"a 30 s block long ago": {series("delaybridge_sink_blocked", func(m float64) float64 { return b2f(m >= 10 && m < 10.5) }, "instance", "a", "topic", "orders", "reason", "low on memory")}},
+	},
 	"DelaybridgeLeasesExpiring": {
 		firing: map[string][]synthetic{"a reap every 5 minutes": {series("delaybridge_reaped_total", func(m float64) float64 { return math.Floor(m / 5) }, "instance", "a", "topic", "orders")}},
 		quiet:  map[string][]synthetic{"reaps long ago": {series("delaybridge_reaped_total", constant(7), "instance", "a", "topic", "orders")}},
@@ -361,4 +373,11 @@ func checkSyntheticNames(t *testing.T, cat catalog, alert string, ss []synthetic
 			}
 		})
 	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -170,10 +170,20 @@ const sinkQuietFor = 2 * time.Second
 
 // waitSink blocks while the sink reports it is not connected, so nothing is
 // claimed that could not be published. It returns false when ctx ended.
+//
+// A broker that blocks publishing (sinks.BlockedError) is connected: the
+// sink logs the block's start and end once, the SinkBlocked gauge names
+// it, and waitSink asks again every sinkPollMin, so every slot claims again
+// within a few tens of milliseconds after the block lifts.
 func (s *scanner) waitSink(ctx context.Context) bool {
 	wait := backoff.New(backoff.Policy{Min: sinkPollMin, Max: sinkPollMax, Jitter: retryJitter})
 	since := time.Now()
-	logged := false
+	logged, blocked := false, ""
+	defer func() {
+		if blocked != "" {
+			s.f.m.SinkBlocked.DeleteLabelValues(s.topic.Name, blocked)
+		}
+	}()
 	for {
 		err := ping(ctx, s.topic.Sink)
 		if err == nil {
@@ -185,7 +195,16 @@ func (s *scanner) waitSink(ctx context.Context) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		if !logged && time.Since(since) > sinkQuietFor {
+		if reason, ok := sinks.BlockReason(err); ok {
+			if reason != blocked {
+				if blocked != "" {
+					s.f.m.SinkBlocked.DeleteLabelValues(s.topic.Name, blocked)
+				}
+				blocked = reason
+				s.f.m.SinkBlocked.WithLabelValues(s.topic.Name, reason).Set(1)
+			}
+			wait.Reset()
+		} else if !logged && time.Since(since) > sinkQuietFor {
 			s.log.Warn("sink not connected, not claiming", "err", err)
 			logged = true
 		}

@@ -32,6 +32,15 @@ type Metrics struct {
 	// KeyspaceEvents is 1 for the keyspace notification mode in force
 	// (keyspaceModes: poll, zset, all), 0 for the others.
 	KeyspaceEvents *prometheus.GaugeVec
+	// SinkBlocked is 1 for topic, reason while the topic's broker blocks
+	// publishing (RabbitMQ connection.blocked); the series goes when the
+	// block lifts.
+	SinkBlocked *prometheus.GaugeVec
+	// Redis's memory as the daemon last read it (INFO memory).
+	RedisEvicting *prometheus.GaugeVec // policy: 1 when it may evict any key
+	RedisFull     prometheus.Gauge     // 1 while used memory is at maxmemory
+	RedisUsed     prometheus.Gauge     // used_memory, bytes
+	RedisMax      prometheus.Gauge     // maxmemory, bytes (0: no limit)
 }
 
 // The label values the pipeline emits, created at 0 up front. outcome()
@@ -101,7 +110,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Help: "1 for the mode in force: poll (no keyspace notifications: idle slots are claimed every poll interval), " +
 			"zset (sorted-set notifications wake the scanners) or all (also hash and generic ones: idle slots' gauges are not re-read).",
 	}, []string{"mode"})
-	reg.MustRegister(m.Lateness, m.Latency, m.Backlog, m.Overdue, m.Owned, m.Paused, m.Replicas, m.Stranded, m.KeyspaceEvents)
+	m.SinkBlocked = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "delaybridge", Name: "sink_blocked",
+		Help: "1 while the topic's broker blocks publishing, with the broker's reason (RabbitMQ memory or disk alarm): nothing is claimed, in-flight messages keep their leases.",
+	}, []string{"topic", "reason"})
+	reg.MustRegister(m.Lateness, m.Latency, m.Backlog, m.Overdue, m.Owned, m.Paused, m.Replicas, m.Stranded, m.KeyspaceEvents, m.SinkBlocked)
+	m.newRedisMemory(reg)
 	for _, op := range redisOps {
 		m.RedisErrs.WithLabelValues(op)
 	}
@@ -126,4 +140,26 @@ func (m *Metrics) initTopic(topic string) {
 	m.Owned.WithLabelValues(topic)
 	m.Stranded.WithLabelValues(topic)
 	m.Paused.WithLabelValues(topic)
+}
+
+// newRedisMemory creates the gauges of Redis's memory, which the daemon sets
+// from INFO memory (Redis that evicts or is full).
+func (m *Metrics) newRedisMemory(reg prometheus.Registerer) {
+	m.RedisEvicting = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "delaybridge", Name: "redis_evicting",
+		Help: "1 while Redis's maxmemory-policy (the label) may evict any key, scheduled messages included: set noeviction.",
+	}, []string{"policy"})
+	m.RedisFull = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "delaybridge", Name: "redis_full",
+		Help: "1 while Redis's used memory is at its maxmemory: it refuses new messages; the backlog still drains.",
+	})
+	m.RedisUsed = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "delaybridge", Name: "redis_used_memory_bytes",
+		Help: "Redis's used_memory (INFO memory; on a cluster, the fullest master's).",
+	})
+	m.RedisMax = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "delaybridge", Name: "redis_maxmemory_bytes",
+		Help: "Redis's maxmemory in bytes (0: no limit).",
+	})
+	reg.MustRegister(m.RedisEvicting, m.RedisFull, m.RedisUsed, m.RedisMax)
 }

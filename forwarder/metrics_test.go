@@ -28,7 +28,9 @@ import (
 // rather than derived from the code, so a series the code stops creating
 // fails here; the alerts and the dashboard rely on these (deploy/).
 var freshSeries = func() []string {
-	out := []string{"delaybridge_replicas"}
+	out := []string{"delaybridge_replicas",
+		// Redis's memory, set by the daemon's INFO memory watch.
+		"delaybridge_redis_full", "delaybridge_redis_maxmemory_bytes", "delaybridge_redis_used_memory_bytes"}
 	for _, op := range []string{"ack", "claim", "extend", "heartbeat", "reap", "release", "retry", "stats", "stranded"} {
 		out = append(out, `delaybridge_redis_errors_total{op="`+op+`"}`)
 	}

@@ -165,6 +165,7 @@ type settlement struct {
 	ackIDs   []string        // acks[i]'s envelope id (nil on raw topics)
 	releases []string        // back without an attempt
 	unsent   int             // of releases, those never published (slot order)
+	blocked  int             // of releases, those the broker's block refused (logged by the sink)
 	failures []queue.Failure // to retry or dead-letter: refused or undecodable
 	// noDestination: some were refused because the exchange or topic is
 	// missing or routes nowhere, which an operator must fix (WARN).
@@ -196,6 +197,9 @@ func sortOut(group []*delivery, retry backoff.Policy) settlement {
 			st.failed[o]++
 			if o.lost() {
 				st.releases = append(st.releases, d.members[i])
+				if _, ok := sinks.BlockReason(e); ok {
+					st.blocked++
+				}
 				continue
 			}
 			st.noDestination = st.noDestination || errors.Is(e, sinks.ErrNoDestination)
@@ -228,7 +232,7 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 		s.f.m.Failures.WithLabelValues(s.topic.Name, o.String()).Add(float64(n))
 	}
 	s.ack(ctx, st.acks, st.ackIDs)
-	s.release(ctx, st.releases, st.unsent)
+	s.release(ctx, st.releases, st.unsent, st.blocked)
 	s.retry(ctx, st.failures, st.noDestination)
 }
 
@@ -246,8 +250,9 @@ func (s *scanner) ack(ctx context.Context, members, ids []string) {
 }
 
 // release returns members without an attempt; unsent of them were never
-// published.
-func (s *scanner) release(ctx context.Context, members []string, unsent int) {
+// published, blocked of them refused while the broker blocks publishing (the
+// sink logs the block once, not each batch it turns back).
+func (s *scanner) release(ctx context.Context, members []string, unsent, blocked int) {
 	if len(members) == 0 {
 		return
 	}
@@ -256,7 +261,7 @@ func (s *scanner) release(ctx context.Context, members []string, unsent int) {
 		return err
 	})
 	s.f.m.Released.WithLabelValues(s.topic.Name).Add(float64(len(members)))
-	if lost := len(members) - unsent; lost > 0 {
+	if lost := len(members) - unsent - blocked; lost > 0 {
 		s.f.repeats.Add(slog.LevelWarn, s.topic.Name, "publish failed on the connection; returned without an attempt", lost, "")
 	}
 	if unsent > 0 {

@@ -37,7 +37,7 @@ const slotBatchMax = 256
 //
 // Returns one {score, replaced} per member, or {bad score, -1} for a member
 // refused.
-var scheduleBatchScript = slotScript(nowLua, scoreLua, idsLua, forgetLua, putLua, `
+var scheduleBatchScript = growScript(nowLua, scoreLua, idsLua, forgetLua, putLua, `
 local out, first, firstn = {}, nil, nil
 for i = 3, #ARGV, 4 do
   local score, bad = score_of(ARGV[i + 2], ARGV[i + 3])
@@ -137,7 +137,7 @@ func (q *Queue) write(ctx context.Context, t Topic, puts []put, receipts []Recei
 	fail := func(err error) {
 		for _, idx := range owners {
 			for _, i := range idx {
-				errs[i] = fmt.Errorf("schedule in %s: %w", t.Name, err)
+				errs[i] = fmt.Errorf("schedule in %s: %w", t.Name, full(err))
 			}
 		}
 	}
@@ -165,7 +165,7 @@ func (q *Queue) write(ctx context.Context, t Topic, puts []put, receipts []Recei
 				receipts[i] = r
 				continue
 			}
-			errs[i] = fmt.Errorf("schedule in %s: %w", t.Keys(puts[i].receipt.Slot).Scheduled, err)
+			errs[i] = fmt.Errorf("schedule in %s: %w", t.Keys(puts[i].receipt.Slot).Scheduled, full(err))
 		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 // scheduled and in-flight sets and the ids index are left alone, so a
 // scheduled message with the same id (an earlier, good copy) stays
 // scheduled.
-var buryScript = slotScript(nowLua, `
+var buryScript = growScript(nowLua, `
 redis.call('ZADD', dead, now, ARGV[1])
 redis.call('HSET', reasons, ARGV[1], ARGV[2])
 redis.call('HDEL', deadatts, ARGV[1])
@@ -32,7 +32,7 @@ func (q *Queue) Bury(ctx context.Context, t Topic, member []byte, reason string)
 	slot := t.SlotOf(member)
 	k := t.Keys(slot)
 	if err := buryScript.Run(ctx, q.rdb, slotKeys(k), member, reason).Err(); err != nil {
-		return 0, fmt.Errorf("bury in %s: %w", k.Dead, err)
+		return 0, fmt.Errorf("bury in %s: %w", k.Dead, full(err))
 	}
 	return slot, nil
 }

@@ -13,7 +13,7 @@ import (
 //
 // Returns {state, member}: state 1 when cancelled, 2 when the member is in
 // flight (nothing changed), 0 when there is no such message.
-var cancelScript = slotScript(idsLua, forgetLua, `
+var cancelScript = drainScript(idsLua, forgetLua, `
 local m, id = ARGV[1], ARGV[2]
 if m == '' then
   m = lookup(id)[1]

@@ -82,7 +82,7 @@ const claimChunk = 256
 // (claimChunk). Attempts are looked up only for members that have a due
 // record (were claimed before): a member that failed keeps its due record
 // until it is settled for good, so a first claim costs no attempts lookup.
-var claimScript = slotScript(nowLua, idsLua, buryLua, fmt.Sprintf("local chunk = %d\n", claimChunk), `
+var claimScript = drainScript(nowLua, idsLua, buryLua, fmt.Sprintf("local chunk = %d\n", claimChunk), `
 local out = {string.format('%.3f', tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000), '', '0', '0'}
 if redis.call('HLEN', paused) > 0 then
   out[3] = '1'

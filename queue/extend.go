@@ -22,7 +22,7 @@ const extendChunk = 256
 // chunk of extendChunk members: XX leaves members no longer in flight
 // alone (never adds one), GT never shortens a lease, CH counts the leases
 // moved.
-var extendScript = slotScript(nowLua, fmt.Sprintf("local chunk = %d\n", extendChunk), `
+var extendScript = drainScript(nowLua, fmt.Sprintf("local chunk = %d\n", extendChunk), `
 local deadline = now + tonumber(ARGV[1])
 local n = 0
 for c = 2, #ARGV, chunk do

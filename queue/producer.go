@@ -130,7 +130,7 @@ func dueErr(err error) error {
 	if redis.HasErrorPrefix(err, "due time") {
 		return fmt.Errorf("%w: %s", ErrBadDueTime, strings.TrimPrefix(err.Error(), "ERR "))
 	}
-	return err
+	return full(err)
 }
 
 // needEnvelope checks that t is an envelope topic and id a valid id.

@@ -14,7 +14,7 @@ import (
 //
 // Returns how many were dead. The reason goes with a member, unless the same
 // bytes are scheduled or in flight again (then it is that copy's last error).
-var purgeScript = slotScript(purgeLua, `
+var purgeScript = drainScript(purgeLua, `
 local n = 0
 for i = 1, #ARGV do
   if purge(ARGV[i]) then n = n + 1 end
@@ -43,7 +43,7 @@ end
 // Returns {deleted, left}. The reasons HASH also holds the last errors of
 // messages waiting to retry, so it is emptied member by member, a page per
 // call, never dropped whole.
-var purgeAllScript = slotScript(purgeLua, `
+var purgeAllScript = drainScript(purgeLua, `
 local page = redis.call('ZRANGE', dead, 0, tonumber(ARGV[1]) - 1)
 for _, m in ipairs(page) do purge(m) end
 return {#page, redis.call('ZCARD', dead)}

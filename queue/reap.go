@@ -53,7 +53,7 @@ const (
 //
 // Returns {reaped, next cursor, swept, dead, now, earliest lease deadline left
 // in flight or ""}.
-var reapScript = slotScript(nowLua, idsLua, buryLua, forgetLua, `
+var reapScript = drainScript(nowLua, idsLua, buryLua, forgetLua, `
 local limit = tonumber(ARGV[1])
 local nowstr = string.format('%.0f', now)
 local expired = redis.call('ZRANGEBYSCORE', inflight, '-inf', nowstr, 'LIMIT', 0, limit)

@@ -100,7 +100,7 @@ func (q *Queue) Register(ctx context.Context, prefix, self string, layouts []Lay
 		args = append(args, c.New.Name, string(doc))
 	}
 	if err := q.rdb.HSet(ctx, key, args...).Err(); err != nil {
-		return nil, fmt.Errorf("register in %s: %w", key, err)
+		return nil, fmt.Errorf("register in %s: %w", key, full(err))
 	}
 	return changes, nil
 }

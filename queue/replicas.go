@@ -20,7 +20,7 @@ import (
 //
 // Expired replicas are dropped first, by Redis's clock. Returns
 // {now, id1, deadline1, id2, deadline2, …} in deadline order.
-var heartbeatScript = redis.NewScript(nowLua + `
+var heartbeatScript = redis.NewScript(allowOOMLua + nowLua + `
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now))
 if ARGV[3] == '1' then
   redis.call('ZREM', KEYS[1], ARGV[1])

@@ -91,7 +91,7 @@ func (q *Queue) requeueSlot(ctx context.Context, t Topic, slot int, r *RequeueRe
 // An envelope whose id already names another scheduled or in-flight member
 // (a newer version) stays dead and counts as skipped; otherwise its id names
 // it again. Returns {requeued, skipped}.
-var requeueScript = slotScript(nowLua, idsLua, `
+var requeueScript = drainScript(nowLua, idsLua, `
 local nowstr = string.format('%.0f', now)
 local moved, skipped = 0, 0
 for i = 3, #ARGV, 2 do

@@ -78,7 +78,7 @@ end
 // ARGV[6] -> wake payload before the score ("<topic>\n<slot>\n")
 //
 // Returns {score, replaced}.
-var scheduleScript = slotScript(nowLua, scoreLua, idsLua, forgetLua, putLua, `
+var scheduleScript = growScript(nowLua, scoreLua, idsLua, forgetLua, putLua, `
 local score, bad = score_of(ARGV[3], ARGV[4])
 if not score then
   return redis.error_reply('ERR due time ' .. bad .. ' ms cannot be honoured')

@@ -253,6 +253,44 @@ func slotScript(parts ...string) *redis.Script {
 	return redis.NewScript(src)
 }
 
+// allowOOMLua, the first line of a script's source, lets it run while Redis
+// is at its maxmemory (policy noeviction), when Redis refuses every other
+// script whose first write could grow memory. A queue fills Redis during a
+// long broker outage; the scripts that drain it (claim, ack, release, retry,
+// dead-lettering, reap, extend, cancel, purge, requeue, the heartbeat) must
+// run then, or a full Redis could never empty without an operator. Each of
+// them frees memory or moves a message from one key to another: what they
+// add (a lease, an attempt count, a reason) is bounded by the messages they
+// take. Scripts that add messages (schedule, bury) are refused (growLua):
+// their callers get ErrRedisFull. Both flags need Redis 7.0 or later.
+const allowOOMLua = "#!lua flags=allow-oom\n"
+
+// drainScript is slotScript that runs while Redis is full (allowOOMLua).
+func drainScript(parts ...string) *redis.Script {
+	src := allowOOMLua + slotLua
+	for _, p := range parts {
+		src += p
+	}
+	return redis.NewScript(src)
+}
+
+// growLua, the first line of a script's source, declares a script that
+// adds messages: Redis refuses it as a whole, before it runs, while it is at
+// its maxmemory. Without it Redis refuses a script only when its first write
+// is one that can grow memory, and putLua's first write on an envelope
+// topic is a removal: a full Redis would take every envelope a producer
+// sent.
+const growLua = "#!lua\n"
+
+// growScript is slotScript for the scripts that add messages (growLua).
+func growScript(parts ...string) *redis.Script {
+	src := growLua + slotLua
+	for _, p := range parts {
+		src += p
+	}
+	return redis.NewScript(src)
+}
+
 // flag is a boolean script argument.
 func flag(b bool) string {
 	if b {

@@ -31,7 +31,7 @@ const ackChunk = 256
 // and the ids HASH only when it exists) unless its member was scheduled
 // again meanwhile. Members are looked up and forgotten in chunks of
 // ackChunk.
-var ackScript = slotScript(idsLua, fmt.Sprintf("local chunk = %d\n", ackChunk), `
+var ackScript = drainScript(idsLua, fmt.Sprintf("local chunk = %d\n", ackChunk), `
 local n = 0
 local failed = redis.call('HLEN', attempts) > 0
 local seen = {}
@@ -137,7 +137,7 @@ func (t Topic) settleRef(ids []string, i int, member string) (id, bucket string)
 //
 // Each goes back at its original due time, so slot order is kept, and an
 // envelope's index entry follows it. Returns how many were still in flight.
-var releaseScript = slotScript(nowLua, idsLua, `
+var releaseScript = drainScript(nowLua, idsLua, `
 local n = 0
 local envelopes = ARGV[1] == '1'
 for i = 2, #ARGV do
@@ -225,7 +225,7 @@ const retryArgs = 5
 // text is kept as the member's last error (reasons) either way, so ls and get
 // show why a retrying message failed. A dead-lettered envelope leaves the ids
 // index; one waiting to retry keeps its id.
-var retryScript = slotScript(nowLua, idsLua, buryLua, fmt.Sprintf("local step = %d\n", retryArgs), `
+var retryScript = drainScript(nowLua, idsLua, buryLua, fmt.Sprintf("local step = %d\n", retryArgs), `
 local max = tonumber(ARGV[1])
 local out = {}
 for i = 2, #ARGV, step do

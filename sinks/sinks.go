@@ -164,6 +164,29 @@ func NoDestination(err error) error { return fmt.Errorf("%w: %w", ErrNoDestinati
 // AuthFailed marks err as refused credentials or access.
 func AuthFailed(err error) error { return fmt.Errorf("%w: %w", ErrAuth, err) }
 
+// BlockedError is the failure of a publish while the broker blocks
+// publishing (RabbitMQ's connection.blocked, sent while a memory or disk
+// alarm lasts). It is a connection failure (errors.Is ErrNotConnected): the
+// message goes back without an attempt, and Ping returns it until the block
+// lifts, so nothing is claimed meanwhile.
+type BlockedError struct {
+	Reason string // the broker's words: "low on memory", "low on disk"
+}
+
+func (e *BlockedError) Error() string { return "broker blocks publishing: " + e.Reason }
+
+// Is makes a BlockedError a connection failure.
+func (e *BlockedError) Is(target error) bool { return target == ErrNotConnected }
+
+// BlockReason is the broker's reason when err says it blocks publishing.
+func BlockReason(err error) (string, bool) {
+	var b *BlockedError
+	if errors.As(err, &b) {
+		return b.Reason, true
+	}
+	return "", false
+}
+
 // NotConnected marks err as a connection failure.
 func NotConnected(err error) error { return fmt.Errorf("%w: %w", ErrNotConnected, err) }
 

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/delaybridge/delaybridge/config"
+	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/redisclient"
 	"github.com/delaybridge/delaybridge/sinks"
 )
@@ -24,8 +26,10 @@ Whether a named exchange routes a key anywhere only the broker knows, at
 publish time: --publish-test sends one real test message (header
 x-delaybridge-test) to every AMQP topic with that routing key and says
 whether it was routed.
-Exit 0: all good; 1: a service is unreachable or a destination is missing;
-2: bad configuration.
+Redis's maxmemory-policy must keep every key: an allkeys-* policy deletes
+scheduled messages when Redis fills, and fails the check.
+Exit 0: all good; 1: a service is unreachable, a destination is missing or
+Redis may evict messages; 2: bad configuration.
 `
 
 // checkTimeout bounds the wait for Redis and every broker.
@@ -37,7 +41,7 @@ type checkLine struct {
 	Sink  string `json:"sink,omitempty"` // the topic's sink
 	OK    bool   `json:"ok"`
 	Error string `json:"error,omitempty"`
-	Note  string `json:"note,omitempty"`
+	Note  string `json:"note,omitempty"` // what an operator should know of a check that passed
 }
 
 // runCheck is `delaybridge check`: validate the configuration, reach Redis
@@ -130,16 +134,30 @@ func printCheck(s stdio, topics int, lines []checkLine, warnings []string) {
 	}
 }
 
+// checkRedis reaches Redis and reads its memory policy: one that evicts any
+// key (allkeys-*) would delete scheduled messages when Redis fills, so it
+// fails. A user not granted INFO still passes, with a note.
 func checkRedis(ctx context.Context, cfg config.Config) checkLine {
 	rdb, err := redisclient.New(cfg.Redis)
-	if err == nil {
-		err = rdb.Ping(ctx).Err()
-		rdb.Close()
-	}
 	if err != nil {
 		return checkLine{Name: "redis", Error: err.Error()}
 	}
-	return checkLine{Name: "redis", OK: true}
+	defer rdb.Close()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return checkLine{Name: "redis", Error: err.Error()}
+	}
+	m, err := queue.New(rdb).Memory(ctx)
+	switch {
+	case err != nil:
+		return checkLine{Name: "redis", OK: true, Note: fmt.Sprintf("maxmemory-policy unknown (%v)", err)}
+	case m.Evicting():
+		return checkLine{Name: "redis", Error: m.EvictingError().Error()}
+	case m.Full():
+		return checkLine{Name: "redis", OK: true, Note: fmt.Sprintf("maxmemory-policy %s; FULL: %d of %d bytes used, new messages are refused until the backlog drains or maxmemory is raised", m.Policy, m.Used, m.Max)}
+	case strings.HasPrefix(m.Policy, "volatile-"):
+		return checkLine{Name: "redis", OK: true, Note: fmt.Sprintf("maxmemory-policy %s: delaybridge's keys carry no TTL and are never evicted; a full Redis refuses new messages as under noeviction", m.Policy)}
+	}
+	return checkLine{Name: "redis", OK: true, Note: "maxmemory-policy " + m.Policy}
 }
 
 // checkTopic connects the topic's sink, then asks whether its destination

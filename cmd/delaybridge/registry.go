@@ -37,13 +37,15 @@ func layoutOf(prefix string, t config.Topic) queue.Layout {
 // queue.ErrLayoutMismatch (the daemon exits 2); without live replicas the
 // new layout takes over and each change is logged at WARN. Redis being
 // unreachable is retried until ctx ends: the daemon cannot forward anything
-// before it can register anyway.
+// before it can register anyway. A registry that agrees needs no write; a
+// write refused because Redis is full returns queue.ErrRedisFull at once:
+// the caller forwards meanwhile (see registerWhenRoom).
 func registerTopics(ctx context.Context, q *queue.Queue, cfg config.Config, log *slog.Logger) error {
+	wait := backoff.Policy{Min: 100 * time.Millisecond, Max: 5 * time.Second}
 	ls := make([]queue.Layout, len(cfg.Topics))
 	for i, t := range cfg.Topics {
 		ls[i] = layoutOf(cfg.KeyPrefix, t)
 	}
-	wait := backoff.Policy{Min: 100 * time.Millisecond, Max: 5 * time.Second}
 	for n := 0; ; n++ {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		changes, err := q.Register(rctx, cfg.KeyPrefix, cfg.ReplicaID, ls)
@@ -52,7 +54,7 @@ func registerTopics(ctx context.Context, q *queue.Queue, cfg config.Config, log 
 			logChanges(log, changes)
 			return nil
 		}
-		if errors.Is(err, queue.ErrLayoutMismatch) || ctx.Err() != nil {
+		if errors.Is(err, queue.ErrLayoutMismatch) || errors.Is(err, queue.ErrRedisFull) || ctx.Err() != nil {
 			return err
 		}
 		log.Warn("register topics failed; retrying", "err", err)
@@ -60,6 +62,53 @@ func registerTopics(ctx context.Context, q *queue.Queue, cfg config.Config, log 
 		case <-ctx.Done():
 			return err
 		case <-time.After(wait.Delay(n)):
+		}
+	}
+}
+
+// startRegistry registers the topics before the daemon forwards. On a full
+// Redis it returns at once and writes the registry in the background once
+// Redis has room (the layouts were checked: only the write waits, and
+// delivering is what makes room); stop ends that. stop is nil with a nil
+// error when ctx ended first: nothing is to be forwarded.
+func startRegistry(ctx context.Context, q *queue.Queue, cfg config.Config, log *slog.Logger) (stop func(), err error) {
+	err = registerTopics(ctx, q, cfg, log)
+	switch {
+	case err == nil:
+		return func() {}, nil
+	case errors.Is(err, queue.ErrRedisFull):
+		log.Warn("Redis is full: the topic registry is written once it has room; forwarding meanwhile", "err", err)
+		return runUntilStopped(ctx, func(ctx context.Context) { registerWhenRoom(ctx, q, cfg, log) }), nil
+	case ctx.Err() != nil && !errors.Is(err, queue.ErrLayoutMismatch):
+		log.Warn("stopped before the topics could be registered; nothing was claimed", "err", err)
+		return nil, nil
+	}
+	return nil, err
+}
+
+// registerRoomEvery is how often registerWhenRoom tries the write again.
+const registerRoomEvery = 5 * time.Second
+
+// registerWhenRoom writes the registry once a full Redis accepts it, until
+// ctx ends. The layouts were checked against the registry and the live
+// replicas before the write was refused, so the daemon forwards meanwhile.
+func registerWhenRoom(ctx context.Context, q *queue.Queue, cfg config.Config, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(registerRoomEvery):
+		}
+		err := registerTopics(ctx, q, cfg, log)
+		switch {
+		case err == nil:
+			log.Info("topic registry written: Redis has room again")
+			return
+		case ctx.Err() != nil:
+			return
+		case !errors.Is(err, queue.ErrRedisFull):
+			log.Error("register topics failed", "err", err)
+			return
 		}
 	}
 }

@@ -107,20 +107,20 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	dests, stopWatch := watchDestinations(ctx, topics, log)
 	defer stopWatch()
 
-	stopHTTP, err := startHTTP(cfg.HTTPAddr, routes(reg, rdb, topics, dests, intakes), log)
+	mem := newMemoryWatch(queue.New(rdb), metrics, log)
+	defer runUntilStopped(ctx, mem.run)() // starts it now, stops it on return
+	stopHTTP, err := startHTTP(cfg.HTTPAddr, routes(reg, rdb, topics, dests, intakes, mem), log)
 	if err != nil {
 		return err
 	}
 	defer stopHTTP()
 	// The probes answer while the topics are registered: a Redis that
 	// refuses the daemon shows in /readyz and the log, not as silence.
-	if err := registerTopics(ctx, queue.New(rdb), cfg, log); err != nil {
-		if ctx.Err() != nil && !errors.Is(err, queue.ErrLayoutMismatch) {
-			log.Warn("stopped before the topics could be registered; nothing was claimed", "err", err)
-			return nil
-		}
+	stopRegister, err := startRegistry(ctx, queue.New(rdb), cfg, log)
+	if err != nil || stopRegister == nil {
 		return err
 	}
+	defer stopRegister()
 	stopIntakes := startIntakes(ctx, intakes, log)
 	defer stopIntakes()
 	return fw.Run(ctx)
@@ -136,6 +136,18 @@ func watchDestinations(ctx context.Context, topics []forwarder.Topic, log *slog.
 	return dests, func() {
 		cancel()
 		watching.Wait()
+	}
+}
+
+// runUntilStopped runs fn in a goroutine until stop is called, which cancels
+// its context and waits for it.
+func runUntilStopped(ctx context.Context, fn func(context.Context)) (stop func()) {
+	fctx, cancel := context.WithCancel(ctx)
+	var running sync.WaitGroup
+	running.Go(func() { fn(fctx) })
+	return func() {
+		cancel()
+		running.Wait()
 	}
 }
 
@@ -192,10 +204,10 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// routes serves only metrics and probes. dests (nil: none) is the
-// destination watch whose last result /readyz reports, as it reports the
-// intakes' health.
-func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwarder.Topic, dests *destinationWatch, intakes []intakeRunner) http.Handler {
+// routes serves only metrics and probes. dests and mem (nil: none) are the
+// destination and Redis memory watches whose last results /readyz reports,
+// as it reports the intakes' health.
+func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwarder.Topic, dests *destinationWatch, intakes []intakeRunner, mem *memoryWatch) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -206,7 +218,7 @@ func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwar
 		defer cancel()
 		// Every failing dependency, not the first: a Redis outage must not
 		// hide refused broker credentials, which need another fix.
-		err := errors.Join(ready(ctx, rdb, topics), dests.err(), intakesHealth(intakes))
+		err := errors.Join(ready(ctx, rdb, topics), mem.err(), dests.err(), intakesHealth(intakes))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return

@@ -69,10 +69,15 @@ func runStats(ctx context.Context, args []string, s stdio) int {
 		if redraw {
 			fmt.Fprint(s.out, "\033[H\033[2J")
 		}
+		mem, memErr := c.q.Memory(ctx)
 		if *asJSON {
-			err = writeJSON(s.out, statsJSON(topics, all))
-		} else {
-			err = printStats(s.out, topics, all, *allSlots, *watch)
+			out := statsJSON(topics, all)
+			if memErr == nil {
+				out["redis"] = memoryJSON(mem)
+			}
+			err = writeJSON(s.out, out)
+		} else if err = printStats(s.out, topics, all, *allSlots, *watch); err == nil && memErr == nil {
+			err = printPressure(s.out, mem)
 		}
 		if err != nil {
 			return c.fail(fmt.Errorf("write stats: %w", err))
@@ -213,4 +218,23 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// printPressure adds a line when Redis is full or may evict messages: the
+// states an operator must act on (README, Operations).
+func printPressure(w io.Writer, m queue.Memory) error {
+	var err error
+	switch {
+	case m.Evicting():
+		_, err = fmt.Fprintf(w, "\nREDIS EVICTING: %v\n", m.EvictingError())
+	case m.Full():
+		_, err = fmt.Fprintf(w, "\nREDIS FULL: %s of maxmemory %s used (policy %s): new messages are refused; the backlog still drains\n",
+			count(m.Used), count(m.Max), m.Policy)
+	}
+	return err
+}
+
+// memoryJSON is Redis's memory state in stats --json.
+func memoryJSON(m queue.Memory) map[string]any {
+	return map[string]any{"used_memory": m.Used, "maxmemory": m.Max, "maxmemory_policy": m.Policy, "full": m.Full(), "evicting": m.Evicting()}
 }

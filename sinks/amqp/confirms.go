@@ -292,7 +292,6 @@ loop:
 			break loop
 		case b := <-blocks:
 			s.setBlocked(blockReason(b))
-			s.log.Warn("amqp broker blocks publishing", "active", b.Active, "reason", b.Reason)
 		case <-s.ctx.Done():
 			s.shutdown(sess, l)
 			return false

@@ -210,7 +210,7 @@ func (s *Sink) session() (*session, error) {
 	case s.sess == nil:
 		return nil, sinks.NotConnected(s.down)
 	case s.blocked != "":
-		return nil, sinks.NotConnected(fmt.Errorf("broker blocked publishing: %s", s.blocked))
+		return nil, &sinks.BlockedError{Reason: s.blocked}
 	}
 	return s.sess, nil
 }
@@ -234,9 +234,20 @@ func (s *Sink) setDown(why error) {
 	}
 }
 
+// setBlocked records a block ("": lifted) and logs its start and its end
+// once each, whatever the number of topics and slots that wait on it.
 func (s *Sink) setBlocked(reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	switch {
+	case reason != "" && s.blocked == "":
+		s.blockedAt = time.Now()
+		s.log.Warn("amqp broker blocks publishing: claiming nothing for its topics until it lifts; in-flight messages keep their leases",
+			"url", s.endpoint, "reason", reason)
+	case reason == "" && s.blocked != "":
+		s.log.Warn("amqp broker lifted its block: claiming again", "url", s.endpoint, "reason", s.blocked,
+			"blocked_for", time.Since(s.blockedAt).Round(time.Millisecond))
+	}
 	s.blocked = reason
 }
 

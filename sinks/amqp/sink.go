@@ -59,12 +59,13 @@ type Sink struct {
 	// channel; confirms are awaited after it is released.
 	pubMu sync.Mutex
 
-	mu      sync.Mutex
-	sess    *session      // nil while disconnected
-	up      chan struct{} // closed while sess is set
-	down    error         // why sess is nil
-	blocked string        // the broker's reason while it blocks publishing
-	closed  bool
+	mu        sync.Mutex
+	sess      *session      // nil while disconnected
+	up        chan struct{} // closed while sess is set
+	down      error         // why sess is nil
+	blocked   string        // the broker's reason while it blocks publishing
+	blockedAt time.Time     // when the block began
+	closed    bool
 }
 
 var (

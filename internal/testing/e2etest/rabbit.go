@@ -18,6 +18,7 @@ type Rabbit struct {
 	Exchange, Queue string
 
 	conn      *amqp.Connection
+	url       string // "": AMQPURL()
 	args      amqp.Table
 	transient bool
 
@@ -41,12 +42,21 @@ func NewTransientRabbit(tb testing.TB, name string) *Rabbit {
 	return newRabbit(tb, &Rabbit{Exchange: name, Queue: name, transient: true})
 }
 
+// NewRabbitAt is NewRabbit on the broker at url (a RabbitNode's).
+func NewRabbitAt(tb testing.TB, url, name string, args amqp.Table) *Rabbit {
+	tb.Helper()
+	return newRabbit(tb, &Rabbit{Exchange: name, Queue: name, url: url, args: args})
+}
+
 func newRabbit(tb testing.TB, r *Rabbit) *Rabbit {
 	tb.Helper()
 	name := r.Exchange
-	conn, err := amqp.Dial(AMQPURL())
+	if r.url == "" {
+		r.url = AMQPURL()
+	}
+	conn, err := amqp.Dial(r.url)
 	if err != nil {
-		tb.Fatalf("rabbitmq at %s is required: %v", AMQPURL(), err)
+		tb.Fatalf("rabbitmq at %s is required: %v", r.url, err)
 	}
 	r.conn = conn
 	tb.Cleanup(func() {
