@@ -230,7 +230,7 @@ func TestOverviewShowsAFullRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	e2etest.FillRedis(t, ctx, rdb)
-	srv, err := console.New(console.Options{Queue: q, Prefix: "dq"})
+	srv, err := console.New(console.Options{Queue: q, Prefix: "dq", Hosts: []string{"example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}
