@@ -318,6 +318,7 @@ func (p *parser) topic(name, v string) Topic {
 	}
 	p.stream(&t, &te, pre)
 	p.intake(&t, &te, pre)
+	p.flow(&t, &te, pre)
 	if t.KafkaKey == "envelope" && t.Format != queue.FormatEnvelope {
 		p.fail(pre+"KAFKA_KEY", te.KafkaKey, "envelope keys need "+Prefix+"_"+pre+"FORMAT=envelope")
 	}
