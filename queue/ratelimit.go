@@ -1,0 +1,117 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A topic's rate limit is a token bucket in Redis, shared by every replica:
+// a scanner takes permits from it before a claim and claims only as many
+// messages as it was granted, so held messages never leave the scheduled
+// set. The bucket is one small HASH in the topic-wide hash tag (FlowKeys),
+// refilled from Redis's TIME, so replicas whose clocks disagree, or that
+// come and go, still share one budget.
+
+// FlowKeys are a topic's topic-wide keys, in one hash tag of their own
+// (<prefix>:{<topic>}:…, or {K}:… for an adopted key K): every slot shares
+// them, and each script touches one of them only, so a Redis Cluster runs
+// it on one node.
+type FlowKeys struct {
+	Bucket string // HASH tokens, at (ms): the rate limit's token bucket
+	Limits string // HASH rate, hold_above, since: limits set at run time (see SetLimits)
+}
+
+// FlowKeys returns the topic-wide keys of t.
+func (t Topic) FlowKeys() FlowKeys {
+	base := fmt.Sprintf("%s:{%s}", t.KeyPrefix(), t.Name)
+	if t.Key != "" {
+		base = "{" + t.Key + "}"
+		if hasHashTag(t.Key) {
+			base = t.Key
+		}
+	}
+	return FlowKeys{Bucket: base + ":rate", Limits: base + ":limits"}
+}
+
+// BurstOf is the bucket's capacity for a rate: 50 ms of deliveries, at least
+// one. A fuller bucket would let a topic idle for a while send more than its
+// rate in the next second; 50 ms keeps any 1-second window within 5 % of it,
+// and the replicas' grants small enough to share a slow rate fairly.
+func BurstOf(rate float64) float64 { return max(1, rate/20) }
+
+// acquireScript grants permits from a topic's token bucket.
+//
+// KEYS[1] -> FlowKeys.Bucket
+// ARGV[1] -> rate, permits per second
+// ARGV[2] -> burst: the bucket's capacity
+// ARGV[3] -> permits wanted
+// ARGV[4] -> permits given back (granted before and not used)
+//
+// Refills the bucket for the time since it was last touched (Redis's TIME,
+// with microseconds; a clock that went back refills nothing), adds the
+// permits given back, caps it at burst, grants min(wanted, whole tokens) and
+// stores the rest. Returns {granted, wait}: wait (ms, a decimal string) is
+// how long until min(wanted, burst) permits are there when none was
+// granted, else "0". The key expires once the bucket would be full anyway.
+var acquireScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+local rate, burst, want, back = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local v = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens, at = tonumber(v[1]), tonumber(v[2])
+if not tokens or not at then
+  tokens, at = burst, now
+end
+if at > now then
+  at = now
+end
+tokens = math.min(burst, tokens + (now - at) * rate / 1000 + back)
+local grant = math.max(0, math.min(want, math.floor(tokens)))
+tokens = tokens - grant
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.6f', tokens), 'at', string.format('%.3f', now))
+redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) * 1000 / rate) + 1000)
+local wait = 0
+if grant == 0 and want > 0 then
+  wait = (math.min(want, burst) - tokens) * 1000 / rate
+end
+return {grant, string.format('%.3f', wait)}
+`)
+
+// Grant is what Acquire gave.
+type Grant struct {
+	// Permits is how many messages may be claimed now.
+	Permits int
+	// Wait is how long until the permits wanted (up to the bucket's
+	// capacity) are there, when Permits is 0.
+	Wait time.Duration
+}
+
+// Acquire takes up to want permits from t's rate limit of rate per second
+// (over every replica), giving back the unused permits of an earlier grant
+// in the same call. One round trip to the node of t's FlowKeys.
+func (q *Queue) Acquire(ctx context.Context, t Topic, rate float64, want, giveBack int) (Grant, error) {
+	if rate <= 0 || math.IsNaN(rate) {
+		return Grant{}, fmt.Errorf("acquire permits of %s: rate %v is not positive", t.Name, rate)
+	}
+	burst := BurstOf(rate)
+	r, err := acquireScript.Run(ctx, q.rdb, []string{t.FlowKeys().Bucket},
+		strconv.FormatFloat(rate, 'f', -1, 64), strconv.FormatFloat(burst, 'f', -1, 64), max(0, want), max(0, giveBack)).Slice()
+	if err != nil {
+		return Grant{}, fmt.Errorf("acquire permits of %s: %w", t.Name, err)
+	}
+	if len(r) != 2 {
+		return Grant{}, fmt.Errorf("acquire permits of %s: unexpected reply %v", t.Name, r)
+	}
+	n, _ := r[0].(int64)
+	ms, _ := r[1].(string)
+	w, err := strconv.ParseFloat(ms, 64)
+	if err != nil {
+		return Grant{}, fmt.Errorf("acquire permits of %s: wait %q: %w", t.Name, ms, err)
+	}
+	return Grant{Permits: int(n), Wait: time.Duration(w * float64(time.Millisecond))}, nil
+}
