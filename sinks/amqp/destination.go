@@ -26,19 +26,26 @@ func (s *Sink) CheckDestination(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.cfg.Exchange == "" {
+	if s.cfg.Exchange != "" {
+		// The library's RPC takes no context; it ends with the connection
+		// (heartbeats) at worst, so the goroutine is bounded even when ctx
+		// ends first.
+		res := make(chan error, 1)
+		go func() { res <- s.declarePassive(sess.conn) }()
+		select {
+		case err = <-res:
+		case <-ctx.Done():
+			// No answer is not an answer: a stalled broker cannot be asked now.
+			return sinks.NotConnected(fmt.Errorf("check exchange %q on %s: no answer: %w", s.cfg.Exchange, s.endpoint, ctx.Err()))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if s.cfg.HoldQueue == "" {
 		return nil
 	}
-	// The library's RPC takes no context; it ends with the connection (heartbeats)
-	// at worst, so the goroutine is bounded even when ctx ends first.
-	res := make(chan error, 1)
-	go func() { res <- s.declarePassive(sess.conn) }()
-	select {
-	case err = <-res:
-	case <-ctx.Done():
-		// No answer is not an answer: a stalled broker cannot be asked now.
-		return sinks.NotConnected(fmt.Errorf("check exchange %q on %s: no answer: %w", s.cfg.Exchange, s.endpoint, ctx.Err()))
-	}
+	_, err = s.QueueDepth(ctx)
 	return err
 }
 
