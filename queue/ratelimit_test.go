@@ -9,29 +9,33 @@ import (
 func TestAcquireGrantsABurstThenTellsHowLongToWait(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatRaw, 1)
-	const rate = 100 // burst 5
+	const rate = 250 // burst 10, a permit every 4 ms
 	g, err := f.q.Acquire(f.ctx, f.tp, rate, 50, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Permits != 5 {
-		t.Fatalf("first grant = %d permits, want the burst, 5", g.Permits)
+	if g.Permits != 10 {
+		t.Fatalf("first grant = %d permits, want the burst, 10", g.Permits)
 	}
-	g, err = f.q.Acquire(f.ctx, f.tp, rate, 50, 0)
+	slow := Topic{Name: "slow", Prefix: f.tp.Prefix}
+	const slowRate = 5 // burst 1, a permit every 200 ms
+	if g, err := f.q.Acquire(f.ctx, slow, slowRate, 50, 0); err != nil || g.Permits != 1 {
+		t.Fatalf("first grant at 5/s = %+v, %v; want 1", g, err)
+	}
+	g, err = f.q.Acquire(f.ctx, slow, slowRate, 50, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A few ms may have passed: less than one permit, at 10 ms each.
-	if g.Permits != 0 || g.Wait <= 0 || g.Wait > 50*time.Millisecond {
-		t.Fatalf("second grant = %+v, want none and a wait of at most 50 ms (5 permits at 100/s)", g)
+	if g.Permits != 0 || g.Wait <= 0 || g.Wait > 200*time.Millisecond {
+		t.Fatalf("second grant at 5/s = %+v, want none and a wait of at most 200 ms", g)
 	}
 	time.Sleep(g.Wait)
-	g, err = f.q.Acquire(f.ctx, f.tp, rate, 50, 0)
+	g, err = f.q.Acquire(f.ctx, slow, slowRate, 50, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Permits != 5 {
-		t.Errorf("after the wait: %d permits, want the burst again, 5", g.Permits)
+	if g.Permits != 1 {
+		t.Errorf("after the wait: %d permits, want 1", g.Permits)
 	}
 }
 

@@ -111,6 +111,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		AllSlots:             cfg.Ownership == "all",
 		HeartbeatInterval:    cfg.HeartbeatInterval,
 		HeartbeatTTL:         cfg.HeartbeatTTL,
+		Flow:                 flowOf(cfg),
 		Metrics:              metrics,
 		Log:                  log,
 	})
@@ -243,4 +244,13 @@ func ready(ctx context.Context, rdb redis.UniversalClient, topics []forwarder.To
 		}
 	}
 	return nil
+}
+
+// flowOf is every topic's flow control as configured.
+func flowOf(cfg config.Config) map[string]forwarder.Flow {
+	m := map[string]forwarder.Flow{}
+	for _, t := range cfg.Topics {
+		m[t.Name] = forwarder.Flow{RateLimit: t.RateLimit, HoldQueue: t.HoldQueue, HoldAbove: t.HoldAbove}
+	}
+	return m
 }
