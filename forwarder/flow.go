@@ -102,7 +102,6 @@ func (ft *flowTopic) apply(o queue.Override) {
 	ft.rate.Store(math.Float64bits(rate))
 	ft.hold.Store(int64(hold))
 	ft.f.m.RateLimit.WithLabelValues(ft.t.Name).Set(rate)
-	ft.f.m.HoldAbove.WithLabelValues(ft.t.Name).Set(float64(hold))
 }
 
 // limited reports whether the topic has any limit in force now.

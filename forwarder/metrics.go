@@ -35,7 +35,6 @@ type Metrics struct {
 
 	// Flow control (flow.go).
 	RateLimit      *prometheus.GaugeVec   // topic: the rate limit in force, 0: none
-	HoldAbove      *prometheus.GaugeVec   // topic: the hold-above in force, -1: none
 	HoldQueueDepth *prometheus.GaugeVec   // topic: the hold queue's last reading
 	Held           *prometheus.GaugeVec   // topic, reason (heldReasons): 1 while a scanner waits for that limit
 	HeldSeconds    *prometheus.CounterVec // topic, reason: time scanners waited for that limit, summed over slots
@@ -136,7 +135,6 @@ func (m *Metrics) initTopic(topic string) {
 	m.Stranded.WithLabelValues(topic)
 	m.Paused.WithLabelValues(topic)
 	m.RateLimit.WithLabelValues(topic)
-	m.HoldAbove.WithLabelValues(topic)
 	m.HoldQueueDepth.WithLabelValues(topic)
 	for _, r := range heldReasons {
 		m.Held.WithLabelValues(topic, r)
@@ -152,7 +150,6 @@ func (m *Metrics) flowMetrics(reg prometheus.Registerer) {
 		return g
 	}
 	m.RateLimit = gauge("topic_rate_limit", "The topic's rate limit in force, deliveries per second over every replica (0: none).", "topic")
-	m.HoldAbove = gauge("topic_hold_above", "Ready messages in the topic's hold queue above which it holds (-1: no hold).", "topic")
 	m.HoldQueueDepth = gauge("topic_hold_queue_messages", "Ready messages in the topic's hold queue at this replica's last reading.", "topic")
 	m.Held = gauge("topic_held", "1 while a scanner of the topic on this replica waits for the limit named by reason (rate, queue).", "topic", "reason")
 	m.HeldSeconds = prometheus.NewCounterVec(prometheus.CounterOpts{

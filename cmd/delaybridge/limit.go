@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -147,4 +148,68 @@ func describeOverride(o queue.Override) string {
 		parts = append(parts, fmt.Sprintf("hold above %d ready", v))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// limitsJSON is a topic's flow control in force, as stats shows it.
+type limitsJSON struct {
+	// Rate is deliveries per second over every replica (0: none).
+	Rate float64 `json:"rate_limit"`
+	// HoldQueue and HoldAbove: the topic holds while the queue has more
+	// ready messages (HoldAbove -1: no hold).
+	HoldQueue string `json:"hold_queue,omitempty"`
+	HoldAbove int    `json:"hold_above"`
+	// Source is "environment", "run time" (delaybridge limit) or "" when
+	// the topic has no limit.
+	Source string `json:"source,omitempty"`
+}
+
+// limitsInForce are the topics' limits: those set at run time, else those
+// of this environment's configuration (a topic it does not configure has
+// only the run-time ones).
+func (c *cli) limitsInForce(ctx context.Context, ts []queue.Topic) ([]limitsJSON, error) {
+	os, err := c.q.LimitsOf(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]limitsJSON, len(ts))
+	for i, t := range ts {
+		l := limitsJSON{HoldAbove: -1}
+		for _, ct := range c.cfg.Topics {
+			if ct.Name == t.Name {
+				l.Rate, l.HoldQueue = ct.RateLimit, ct.HoldQueue
+				if ct.HoldQueue != "" {
+					l.HoldAbove = ct.HoldAbove
+				}
+			}
+		}
+		if l.Rate > 0 || l.HoldAbove >= 0 {
+			l.Source = "environment"
+		}
+		if !os[i].IsZero() {
+			l.Rate, l.HoldAbove = os[i].Effective(l.Rate, l.HoldAbove)
+			l.Source = "run time"
+		}
+		out[i] = l
+	}
+	return out, nil
+}
+
+// printLimits prints one line per topic with a limit in force.
+func printLimits(w io.Writer, ts []queue.Topic, ls []limitsJSON) {
+	for i, l := range ls {
+		var parts []string
+		if l.Rate > 0 {
+			parts = append(parts, "rate limit "+strconv.FormatFloat(l.Rate, 'f', -1, 64)+"/s")
+		}
+		if l.HoldAbove >= 0 {
+			q := l.HoldQueue
+			if q == "" {
+				q = "its hold queue"
+			}
+			parts = append(parts, fmt.Sprintf("holds while %s has more than %d ready", q, l.HoldAbove))
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(w, "%s: %s (%s)\n", ts[i].Name, strings.Join(parts, ", "), l.Source)
+		}
+	}
 }

@@ -23,6 +23,21 @@ func TestLimitCommandSetsShowsAndClearsRunTimeLimits(t *testing.T) {
 	if err := json.Unmarshal([]byte(e.mustRun("", "limit", "orders", "--json")), &res); err != nil || res["rate"] != 300.0 || res["hold_above"] != "none" {
 		t.Errorf("limit --json = %v (%v)", res, err)
 	}
+	if out := e.mustRun("", "stats", "orders"); !strings.Contains(out, "orders: rate limit 300/s (run time)") {
+		t.Errorf("stats does not show the limit in force:\n%s", out)
+	}
+	var st struct {
+		Topics []struct {
+			Limits struct {
+				Rate   float64 `json:"rate_limit"`
+				Source string  `json:"source"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(e.mustRun("", "stats", "--json", "orders")), &st); err != nil || len(st.Topics) != 1 ||
+		st.Topics[0].Limits.Rate != 300 || st.Topics[0].Limits.Source != "run time" {
+		t.Errorf("stats --json = %+v (%v), want rate_limit 300 set at run time", st, err)
+	}
 	if out := e.mustRun("", "limit", "orders", "--off"); !strings.Contains(out, "the environment's apply") {
 		t.Errorf("limit --off printed %q", out)
 	}

@@ -66,13 +66,24 @@ func runStats(ctx context.Context, args []string, s stdio) int {
 				return c.fail(err)
 			}
 		}
+		limits, err := c.limitsInForce(ctx, topics)
+		if err != nil {
+			if *watch && ctx.Err() != nil {
+				return exitOK
+			}
+			return c.fail(err)
+		}
 		if redraw {
 			fmt.Fprint(s.out, "\033[H\033[2J")
 		}
 		if *asJSON {
-			err = writeJSON(s.out, statsJSON(topics, all))
-		} else {
-			err = printStats(s.out, topics, all, *allSlots, *watch)
+			j := statsJSON(topics, all)
+			for i, l := range limits {
+				j["topics"].([]map[string]any)[i]["limits"] = l
+			}
+			err = writeJSON(s.out, j)
+		} else if err = printStats(s.out, topics, all, *allSlots, *watch); err == nil {
+			printLimits(s.out, topics, limits)
 		}
 		if err != nil {
 			return c.fail(fmt.Errorf("write stats: %w", err))
