@@ -47,6 +47,7 @@ func (s *scanner) gate(ctx context.Context, limit int, wait bool) (n, granted in
 		if room > 0 {
 			n, granted, d = s.permits(ctx, room, retry)
 			if n > 0 {
+				ft.unclaimed(room - n)
 				return n, granted, true
 			}
 			ft.unclaimed(room)

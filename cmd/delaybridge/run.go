@@ -91,8 +91,6 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	defer closeSinks()
 
 	reg := newRegistry()
-	metrics := forwarder.NewMetrics(reg)
-
 	fw, err := forwarder.New(forwarder.Options{
 		Queue:                queue.New(rdb),
 		Topics:               topics,
@@ -112,7 +110,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		HeartbeatInterval:    cfg.HeartbeatInterval,
 		HeartbeatTTL:         cfg.HeartbeatTTL,
 		Flow:                 flowOf(cfg),
-		Metrics:              metrics,
+		Metrics:              forwarder.NewMetrics(reg),
 		Log:                  log,
 	})
 	if err != nil {
