@@ -38,18 +38,20 @@ func (t Topic) FlowKeys() FlowKeys {
 	return FlowKeys{Bucket: base + ":rate", Limits: base + ":limits"}
 }
 
-// BurstOf is the bucket's capacity for a rate: 40 ms of deliveries, at least
-// one. A fuller bucket would let a topic idle for a while send more than its
-// rate in the next second; 40 ms keeps any 1-second window within 4 % of it,
-// which leaves the rest of the promised 10 % to the jitter between a grant
-// and its delivery (a loaded host, a slow confirm). A waiting scanner is
-// told to come back when the bucket is half full (see acquireScript), so a
-// timer that fires up to 20 ms late loses none of the rate.
-func BurstOf(rate float64) float64 { return max(1, rate/25) }
+// BurstOf is the bucket's capacity for a rate: 250 ms of deliveries, at
+// least one. It is what makes the rate robust: a replica whose timers fire
+// late (a loaded host, a pause) still finds the permits that accumulated
+// meanwhile, up to 250 ms of them, so the long-run rate holds. It does not
+// make the rate burstier per second: beside the bucket a log of the last
+// second's grants (FlowKeys.Bucket + ":log") caps every 1-second window at
+// the rate itself, so the promised 10 % is all left to the jitter between a
+// grant and its delivery.
+func BurstOf(rate float64) float64 { return max(1, rate/4) }
 
-// acquireScript grants permits from a topic's token bucket.
+// acquireScript grants permits from a topic's token bucket and window log.
 //
 // KEYS[1] -> FlowKeys.Bucket
+// KEYS[2] -> FlowKeys.Bucket + ":log" (ZSET "<ms>:<n>" scored by ms)
 // ARGV[1] -> rate, permits per second
 // ARGV[2] -> burst: the bucket's capacity
 // ARGV[3] -> permits wanted
@@ -57,16 +59,19 @@ func BurstOf(rate float64) float64 { return max(1, rate/25) }
 //
 // Refills the bucket for the time since it was last touched (Redis's TIME,
 // with microseconds; a clock that went back refills nothing), adds the
-// permits given back, caps it at burst, grants min(wanted, whole tokens) and
-// stores the rest. Returns {granted, wait}: wait (ms, a decimal string) is
-// how long until half of min(wanted, burst) permits (at least one) are
-// there when none was granted, else "0": the caller comes back before the
-// bucket is full and the rate is lost. The key expires once the bucket
-// would be full anyway.
+// permits given back (and takes them off the log), caps it at burst, and
+// grants min(wanted, whole tokens, what the window has left): the window is
+// the last second (1/rate seconds below 1 permit a second) and holds at most
+// rate × window permits. Returns {granted, wait}: wait (ms, a decimal
+// string), when none was granted, is how long until half of min(wanted,
+// burst) permits (at least one) are in the bucket and the window has room,
+// else "0". Both keys expire once the bucket would be full anyway.
 var acquireScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 local rate, burst, want, back = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local win = math.max(1000, 1000 / rate)
+local cap = math.max(1, math.floor(rate * win / 1000 + 0.000001))
 local v = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens, at = tonumber(v[1]), tonumber(v[2])
 if not tokens or not at then
@@ -76,13 +81,36 @@ if at > now then
   at = now
 end
 tokens = math.min(burst, tokens + (now - at) * rate / 1000 + back)
-local grant = math.max(0, math.min(want, math.floor(tokens)))
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. string.format('%.3f', now - win))
+if back > 0 then
+  local last = redis.call('ZREVRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  if last[2] then
+    redis.call('ZADD', KEYS[2], last[2], string.format('%.3f:-%d', now, back))
+  end
+end
+local used, oldest = 0, nil
+for i, e in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')) do
+  if i % 2 == 1 then
+    used = used + tonumber(string.match(e, ':(-?%d+)$'))
+  elseif not oldest then
+    oldest = tonumber(e)
+  end
+end
+local grant = math.max(0, math.min(want, math.floor(tokens), cap - used))
 tokens = tokens - grant
+if grant > 0 then
+  redis.call('ZADD', KEYS[2], now, string.format('%.3f:%d', now, grant))
+end
+local ttl = math.ceil(math.max((burst - tokens) * 1000 / rate, win)) + 1000
 redis.call('HSET', KEYS[1], 'tokens', string.format('%.6f', tokens), 'at', string.format('%.3f', now))
-redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) * 1000 / rate) + 1000)
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[2], ttl)
 local wait = 0
 if grant == 0 and want > 0 then
   wait = math.max(0, math.max(1, math.min(want, burst) / 2) - tokens) * 1000 / rate
+  if used >= cap and oldest then
+    wait = math.max(wait, oldest + win - now)
+  end
 end
 return {grant, string.format('%.3f', wait)}
 `)
@@ -104,7 +132,8 @@ func (q *Queue) Acquire(ctx context.Context, t Topic, rate float64, want, giveBa
 		return Grant{}, fmt.Errorf("acquire permits of %s: rate %v is not positive", t.Name, rate)
 	}
 	burst := BurstOf(rate)
-	r, err := acquireScript.Run(ctx, q.rdb, []string{t.FlowKeys().Bucket},
+	k := t.FlowKeys().Bucket
+	r, err := acquireScript.Run(ctx, q.rdb, []string{k, k + ":log"},
 		strconv.FormatFloat(rate, 'f', -1, 64), strconv.FormatFloat(burst, 'f', -1, 64), max(0, want), max(0, giveBack)).Slice()
 	if err != nil {
 		return Grant{}, fmt.Errorf("acquire permits of %s: %w", t.Name, err)
