@@ -38,15 +38,17 @@ func (t Topic) FlowKeys() FlowKeys {
 	return FlowKeys{Bucket: base + ":rate", Limits: base + ":limits"}
 }
 
-// BurstOf is the bucket's capacity for a rate: 250 ms of deliveries, at
-// least one. It is what makes the rate robust: a replica whose timers fire
-// late (a loaded host, a pause) still finds the permits that accumulated
-// meanwhile, up to 250 ms of them, so the long-run rate holds. It does not
-// make the rate burstier per second: beside the bucket a log of the last
-// second's grants (FlowKeys.Bucket + ":log") caps every 1-second window at
-// the rate itself, so the promised 10 % is all left to the jitter between a
-// grant and its delivery.
-func BurstOf(rate float64) float64 { return max(1, rate/4) }
+// BurstOf is the bucket's capacity for a rate: 100 ms of deliveries, at
+// least one. The capacity is what makes the rate robust: a replica whose
+// timers fire late (a loaded host, a pause) still finds the permits that
+// accumulated meanwhile, up to 100 ms of them (a waiting scanner comes back
+// at half), so the long-run rate holds. It does not make a second
+// burstier: beside the bucket, a log of the last second's grants
+// (FlowKeys.Bucket + ":log") caps every 1-second window at the rate itself.
+// What a consumer sees above the rate is the jitter between a grant and its
+// delivery, which can move at most one bucketful (10 %) across the edge of
+// a window. 250 ms made that edge effect 25 % (375 in a second at 300/s).
+func BurstOf(rate float64) float64 { return max(1, rate/10) }
 
 // acquireScript grants permits from a topic's token bucket and window log.
 //

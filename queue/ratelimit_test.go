@@ -9,7 +9,7 @@ import (
 func TestAcquireGrantsABurstThenTellsHowLongToWait(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatRaw, 1)
-	const rate = 40 // burst 10, a permit every 25 ms
+	const rate = 100 // burst 10, a permit every 10 ms
 	g, err := f.q.Acquire(f.ctx, f.tp, rate, 50, 0)
 	if err != nil {
 		t.Fatal(err)
