@@ -134,6 +134,12 @@ type Topic struct {
 	// IntakeOwnRoutingKey is true when ROUTING_KEY is set: the intake then
 	// drops each message's own routing key, so the topic's applies.
 	IntakeOwnRoutingKey bool
+	// RateLimit is the most deliveries per second over every replica (0:
+	// unlimited). HoldQueue, when set, is a RabbitMQ queue: the topic holds
+	// while it has more than HoldAbove ready messages.
+	RateLimit float64
+	HoldQueue string
+	HoldAbove int
 }
 
 // Queue is the topic's Redis data model.

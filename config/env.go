@@ -96,6 +96,10 @@ type topicEnv struct {
 	IntakeQueue      string `envconfig:"INTAKE_QUEUE" desc:"RabbitMQ queue the amqp intake consumes (required with INTAKE=amqp; it must exist)"`
 	IntakePrefetch   string `envconfig:"INTAKE_PREFETCH" default:"256" desc:"unacknowledged deliveries (amqp) or records (kafka) the intake holds at once, 1 to 65535; also its largest Redis batch"`
 	IntakeKafkaTopic string `envconfig:"INTAKE_KAFKA_TOPIC" desc:"Kafka topic the kafka intake consumes in the consumer group delaybridge-<topic> (required with INTAKE=kafka)"`
+
+	RateLimit string `envconfig:"RATE_LIMIT" desc:"most deliveries per second of this topic summed over every replica, a positive decimal (300, 0.5); held messages wait in the scheduled set. Unset: unlimited. delaybridge limit overrides it at run time"`
+	HoldQueue string `envconfig:"HOLD_QUEUE" desc:"RabbitMQ queue (usually the consumers') whose ready messages HOLD_ABOVE counts, read with a passive declare; it must exist (SINK=amqp only)"`
+	HoldAbove string `envconfig:"HOLD_ABOVE" desc:"hold the topic while HOLD_QUEUE holds more ready messages than this (it may exceed it by one batch per slot); required with HOLD_QUEUE. delaybridge limit overrides it at run time"`
 }
 
 // lookup reads the text of every variable through envconfig; it only fails on

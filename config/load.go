@@ -316,6 +316,7 @@ func (p *parser) topic(name, v string) Topic {
 	}
 	p.stream(&t, &te, pre)
 	p.intake(&t, &te, pre)
+	p.flow(&t, &te, pre)
 	return t
 }
 

@@ -141,6 +141,9 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			"TOPIC_ORDER_EVENTS_KEY":         "legacy:delayqueue",
 			"TOPIC_ORDER_EVENTS_EXCHANGE":    "events",
 			"TOPIC_ORDER_EVENTS_ROUTING_KEY": "order.delayed",
+			"TOPIC_ORDER_EVENTS_RATE_LIMIT":  "0.5",
+			"TOPIC_ORDER_EVENTS_HOLD_QUEUE":  "order-work",
+			"TOPIC_ORDER_EVENTS_HOLD_ABOVE":  "1000",
 		},
 		want: Config{
 			Redis: Redis{
@@ -167,6 +170,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			}, {
 				Name: "order-events", Var: "ORDER_EVENTS", Sink: "amqp", Slots: 1, Key: "legacy:delayqueue",
 				Format: queue.FormatRaw, Exchange: "events", RoutingKey: "order.delayed", KafkaTopic: "order-events", KafkaKey: "envelope",
+				RateLimit: 0.5, HoldQueue: "order-work", HoldAbove: 1000,
 			}},
 			BatchSize: 1000, MaxInflightBatches: 4, Lease: time.Minute, MaxAttempts: 3,
 			RetryBackoff: 250 * time.Millisecond, RetryBackoffMax: 10 * time.Second,

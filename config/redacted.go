@@ -51,6 +51,7 @@ func (c Config) values() map[string]string {
 		m[pre+"STREAM"] = t.Stream
 		m[pre+"STREAM_MAXLEN"] = strconv.FormatInt(t.StreamMaxLen, 10)
 		maps.Copy(m, t.intakeValues(pre))
+		maps.Copy(m, t.flowValues(pre))
 	}
 	m["TOPICS"] = strings.Join(names, ",")
 	return m

@@ -46,9 +46,18 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 			s.returnHeld(ctx, held)
 			return
 		}
+		// Flow control may lower the limit, or hold the slot here.
+		granted := 0
+		if limit > 0 {
+			if limit, granted, ok = s.gate(ctx, limit, len(held) == 0); !ok {
+				s.returnHeld(ctx, held)
+				return
+			}
+		}
 		c, claimed := queue.Claim{}, false
 		if limit > 0 {
 			c, claimed = s.claim(ctx, limit, epoch, retry, &held, len(held) == 0)
+			s.giveBack(ctx, limit, granted, c, claimed)
 		}
 		if len(held) > 0 {
 			rest, ok := s.handOver(ctx, held, limit > 0, handoff)
@@ -122,6 +131,7 @@ func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *bac
 		return c, false
 	}
 	retry.Reset()
+	s.paused = c.Paused
 	s.skew = c.Now.Sub(before.Add(after.Sub(before) / 2))
 	if c.Dead > 0 {
 		s.f.m.Dead.WithLabelValues(s.topic.Name).Add(float64(c.Dead))

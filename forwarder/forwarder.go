@@ -93,6 +93,10 @@ type Options struct {
 	// are searched for (default DefaultStrandedInterval; see stranded.go).
 	StrandedInterval time.Duration
 
+	// Flow is the flow control of the topics named (flow.go); a topic
+	// not in it has none, unless set at run time.
+	Flow map[string]Flow
+
 	Metrics *Metrics
 	Log     *slog.Logger
 
@@ -207,6 +211,8 @@ type Forwarder struct {
 	stats *statsCache
 	// topicIndex maps a topic's name to its index in Options.Topics.
 	topicIndex map[string]int
+	// flows are the topics' flow control, by index in Options.Topics.
+	flows []*flowTopic
 	// retry is the wait before a refused message's next attempt:
 	// Delay(n-1) after n failed attempts.
 	retry backoff.Policy
@@ -254,7 +260,7 @@ func New(opt Options) (*Forwarder, error) {
 		m.initTopic(t.Name)
 		index[t.Name] = i
 	}
-	return &Forwarder{
+	f := &Forwarder{
 		opt:        opt,
 		q:          opt.Queue,
 		m:          m,
@@ -267,7 +273,11 @@ func New(opt Options) (*Forwarder, error) {
 		repeats:    logrepeat.New(opt.Log, opt.logEvery),
 		owned:      map[slotKey]*running{},
 		draining:   map[slotKey]chan struct{}{},
-	}, nil
+	}
+	for _, t := range opt.Topics {
+		f.flows = append(f.flows, newFlowTopic(f, t))
+	}
+	return f, nil
 }
 
 // Run forwards until ctx ends, then shuts down: scanners stop claiming,
@@ -291,6 +301,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	run(f.backlogLoop)
 	run(f.strandedLoop)
 	run(f.repeats.Run)
+	run(f.limitsLoop)
 	if f.opt.AllSlots {
 		f.reassign(ctx)
 		<-ctx.Done()

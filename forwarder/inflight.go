@@ -3,6 +3,7 @@ package forwarder
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // inflight counts one slot's claimed messages that are not settled yet
@@ -20,10 +21,13 @@ type inflight struct {
 	broken bool          // a batch went back; later ones follow until n is 0
 	epoch  uint64        // counts the breaks: a batch claimed in an older epoch goes back
 	freed  chan struct{} // signalled when messages are settled
+	// topic sums the counts of every slot of the topic on this replica
+	// (flow control's queue depth limit counts them); nil: none.
+	topic *atomic.Int64
 }
 
-func newInflight() *inflight {
-	return &inflight{freed: make(chan struct{}, 1), wanted: make(chan struct{}, 1)}
+func newInflight(topic *atomic.Int64) *inflight {
+	return &inflight{freed: make(chan struct{}, 1), wanted: make(chan struct{}, 1), topic: topic}
 }
 
 // waitRoom waits until a claim may take more messages and returns how many:
@@ -71,10 +75,16 @@ func (in *inflight) add(n int) {
 	in.mu.Lock()
 	in.n += n
 	in.mu.Unlock()
+	if in.topic != nil {
+		in.topic.Add(int64(n))
+	}
 }
 
 // settle takes n messages out of flight.
 func (in *inflight) settle(n int) {
+	if in.topic != nil {
+		in.topic.Add(-int64(n))
+	}
 	in.mu.Lock()
 	in.n -= n
 	if in.n <= 0 {

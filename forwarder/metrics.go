@@ -41,6 +41,12 @@ type Metrics struct {
 	RedisFull     prometheus.Gauge     // 1 while used memory is at maxmemory
 	RedisUsed     prometheus.Gauge     // used_memory, bytes
 	RedisMax      prometheus.Gauge     // maxmemory, bytes (0: no limit)
+
+	// Flow control (flow.go).
+	RateLimit      *prometheus.GaugeVec   // topic: the rate limit in force, 0: none
+	HoldQueueDepth *prometheus.GaugeVec   // topic: the hold queue's last reading
+	Held           *prometheus.GaugeVec   // topic, reason (heldReasons): 1 while a scanner waits for that limit
+	HeldSeconds    *prometheus.CounterVec // topic, reason: time scanners waited for that limit, summed over slots
 }
 
 // The label values the pipeline emits, created at 0 up front. outcome()
@@ -48,7 +54,8 @@ type Metrics struct {
 // one of redisOps (the tests keep both lists honest).
 var (
 	failureOutcomes = []string{"permanent", "connection", "timeout", "broker"}
-	redisOps        = []string{"claim", "extend", "ack", "release", "retry", "reap", "stats", "heartbeat", "stranded"}
+	redisOps        = []string{"claim", "extend", "ack", "release", "retry", "reap", "stats", "heartbeat", "stranded", "acquire", "limits"}
+	heldReasons     = []string{heldRate, heldQueue}
 	backlogStates   = []string{"scheduled", "overdue", "retrying", "inflight", "dead"}
 )
 
@@ -116,6 +123,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}, []string{"topic", "reason"})
 	reg.MustRegister(m.Lateness, m.Latency, m.Backlog, m.Overdue, m.Owned, m.Paused, m.Replicas, m.Stranded, m.KeyspaceEvents, m.SinkBlocked)
 	m.newRedisMemory(reg)
+	m.flowMetrics(reg)
 	for _, op := range redisOps {
 		m.RedisErrs.WithLabelValues(op)
 	}
@@ -140,6 +148,29 @@ func (m *Metrics) initTopic(topic string) {
 	m.Owned.WithLabelValues(topic)
 	m.Stranded.WithLabelValues(topic)
 	m.Paused.WithLabelValues(topic)
+	m.RateLimit.WithLabelValues(topic)
+	m.HoldQueueDepth.WithLabelValues(topic)
+	for _, r := range heldReasons {
+		m.Held.WithLabelValues(topic, r)
+		m.HeldSeconds.WithLabelValues(topic, r)
+	}
+}
+
+// flowMetrics creates and registers the flow control's metrics.
+func (m *Metrics) flowMetrics(reg prometheus.Registerer) {
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "delaybridge", Name: name, Help: help}, labels)
+		reg.MustRegister(g)
+		return g
+	}
+	m.RateLimit = gauge("topic_rate_limit", "The topic's rate limit in force, deliveries per second over every replica (0: none).", "topic")
+	m.HoldQueueDepth = gauge("topic_hold_queue_messages", "Ready messages in the topic's hold queue at this replica's last reading.", "topic")
+	m.Held = gauge("topic_held", "1 while a scanner of the topic on this replica waits for the limit named by reason (rate, queue).", "topic", "reason")
+	m.HeldSeconds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "delaybridge", Name: "topic_held_seconds_total",
+		Help: "Time this replica's scanners of the topic waited for a limit (rate, queue), summed over slots; not counted while the topic is paused.",
+	}, []string{"topic", "reason"})
+	reg.MustRegister(m.HeldSeconds)
 }
 
 // newRedisMemory creates the gauges of Redis's memory, which the daemon sets

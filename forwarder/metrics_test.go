@@ -31,7 +31,7 @@ var freshSeries = func() []string {
 	out := []string{"delaybridge_replicas",
 		// Redis's memory, set by the daemon's INFO memory watch.
 		"delaybridge_redis_full", "delaybridge_redis_maxmemory_bytes", "delaybridge_redis_used_memory_bytes"}
-	for _, op := range []string{"ack", "claim", "extend", "heartbeat", "reap", "release", "retry", "stats", "stranded"} {
+	for _, op := range []string{"ack", "claim", "extend", "heartbeat", "reap", "release", "retry", "stats", "stranded", "acquire", "limits"} {
 		out = append(out, `delaybridge_redis_errors_total{op="`+op+`"}`)
 	}
 	for _, topic := range []string{"orders", "reminders"} {
@@ -39,9 +39,13 @@ var freshSeries = func() []string {
 		for _, name := range []string{
 			"claimed_total", "published_total", "retried_total", "dead_total", "released_total", "reaped_total",
 			"lateness_seconds", "publish_duration_seconds", "oldest_overdue_seconds", "owned_slots",
-			"stranded_messages", "topic_paused",
+			"stranded_messages", "topic_paused", "topic_rate_limit", "topic_hold_queue_messages",
 		} {
 			out = append(out, "delaybridge_"+name+tl)
+		}
+		for _, r := range []string{"queue", "rate"} {
+			out = append(out, `delaybridge_topic_held{reason="`+r+`",topic="`+topic+`"}`,
+				`delaybridge_topic_held_seconds_total{reason="`+r+`",topic="`+topic+`"}`)
 		}
 		for _, o := range []string{"broker", "connection", "permanent", "timeout"} {
 			out = append(out, `delaybridge_publish_failures_total{outcome="`+o+`",topic="`+topic+`"}`)

@@ -50,6 +50,10 @@ type scanner struct {
 	// skew is Redis's clock minus the local clock at the last claim (the
 	// claimer's own; nap converts Redis times with it).
 	skew time.Duration
+	// flow is the topic's flow control (flow.go, gate.go); paused is true
+	// while the slot's last claim found the topic paused.
+	flow   *flowTopic
+	paused bool
 }
 
 func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
@@ -60,9 +64,10 @@ func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 		slot:   k.slot,
 		key:    k,
 		alarm:  a,
-		in:     newInflight(),
+		in:     newInflight(&f.flows[k.topic].unsettled),
 		leases: newLeases(),
 		log:    f.log.With("topic", t.Name, "slot", k.slot),
+		flow:   f.flows[k.topic],
 	}
 }
 

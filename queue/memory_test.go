@@ -76,6 +76,9 @@ func drainFull(t *testing.T, ctx context.Context, q *queue.Queue, tp queue.Topic
 	if n, err := q.Extend(ctx, tp, 0, ms, 2*time.Minute); err != nil || n != len(ms) {
 		t.Errorf("Extend on a full Redis: %d, %v", n, err)
 	}
+	if g, err := q.Acquire(ctx, tp, 1000, 2, 0); err != nil || g.Permits != 2 {
+		t.Errorf("Acquire (rate limit) on a full Redis: %+v, %v", g, err)
+	}
 	if n, err := q.Ack(ctx, tp, 0, ms[:3]); err != nil || n != 3 {
 		t.Errorf("Ack on a full Redis: %d, %v", n, err)
 	}

@@ -50,6 +50,7 @@ func commands() []command {
 		{"topics", "show the topic registry; change or forget an entry", runTopics},
 		{"pause", "stop claiming a topic's messages until resume", runPause},
 		{"resume", "claim a paused topic's messages again", runResume},
+		{"limit", "change a running topic's rate limit or queue-depth hold", runLimit},
 		{"console", "serve the web console (read-only without DELAYBRIDGE_CONSOLE_TOKEN)", runConsole},
 		{"version", "print the version", runVersion},
 	}

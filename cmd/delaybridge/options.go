@@ -30,6 +30,7 @@ func forwarderOptions(cfg config.Config, q *queue.Queue, topics []forwarder.Topi
 		AllSlots:             cfg.Ownership == "all",
 		HeartbeatInterval:    cfg.HeartbeatInterval,
 		HeartbeatTTL:         cfg.HeartbeatTTL,
+		Flow:                 flowOf(cfg),
 		Metrics:              metrics,
 		Log:                  log,
 	}

@@ -247,3 +247,12 @@ func ready(ctx context.Context, rdb redis.UniversalClient, topics []forwarder.To
 	}
 	return errors.Join(errs...)
 }
+
+// flowOf is every topic's flow control as configured.
+func flowOf(cfg config.Config) map[string]forwarder.Flow {
+	m := map[string]forwarder.Flow{}
+	for _, t := range cfg.Topics {
+		m[t.Name] = forwarder.Flow{RateLimit: t.RateLimit, HoldQueue: t.HoldQueue, HoldAbove: t.HoldAbove}
+	}
+	return m
+}

@@ -54,6 +54,7 @@ func newSink(cfg config.Config, t config.Topic, log *slog.Logger) (sinks.Sink, e
 			RoutingKey:     t.RoutingKey,
 			MaxMessageSize: cfg.AMQP.MaxMessageSize,
 			Name:           "delaybridge " + cfg.ReplicaID + " " + t.Name,
+			HoldQueue:      t.HoldQueue,
 		}, log)
 	case "kafka":
 		tlsCfg, err := cfg.Kafka.TLS.Config("")

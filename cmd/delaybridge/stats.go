@@ -66,18 +66,31 @@ func runStats(ctx context.Context, args []string, s stdio) int {
 				return c.fail(err)
 			}
 		}
+		limits, err := c.limitsInForce(ctx, topics)
+		if err != nil {
+			if *watch && ctx.Err() != nil {
+				return exitOK
+			}
+			return c.fail(err)
+		}
 		if redraw {
 			fmt.Fprint(s.out, "\033[H\033[2J")
 		}
 		mem, memErr := c.q.Memory(ctx)
 		if *asJSON {
 			out := statsJSON(topics, all)
+			for i, l := range limits {
+				out["topics"].([]map[string]any)[i]["limits"] = l
+			}
 			if memErr == nil {
 				out["redis"] = memoryJSON(mem)
 			}
 			err = writeJSON(s.out, out)
-		} else if err = printStats(s.out, topics, all, *allSlots, *watch); err == nil && memErr == nil {
-			err = printPressure(s.out, mem)
+		} else if err = printStats(s.out, topics, all, *allSlots, *watch); err == nil {
+			printLimits(s.out, topics, limits)
+			if memErr == nil {
+				err = printPressure(s.out, mem)
+			}
 		}
 		if err != nil {
 			return c.fail(fmt.Errorf("write stats: %w", err))

@@ -41,6 +41,9 @@ type Config struct {
 	// Name is the connection name shown in RabbitMQ's management UI (client
 	// property connection_name); "" sends none.
 	Name string
+	// HoldQueue, when set, is the queue whose ready messages QueueDepth
+	// counts (flow control); CheckDestination requires it to exist.
+	HoldQueue string
 }
 
 // withDefaults fills the zero fields and reports every invalid one.

@@ -32,19 +32,26 @@ func (s *Sink) CheckDestination(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.cfg.Exchange == "" && s.cfg.RoutingKey == "" {
+	if s.cfg.Exchange != "" || s.cfg.RoutingKey != "" {
+		// The library's RPC takes no context; it ends with the connection
+		// (heartbeats) at worst, so the goroutine is bounded even when ctx
+		// ends first.
+		res := make(chan error, 1)
+		go func() { res <- s.declarePassive(sess.conn, what) }()
+		select {
+		case err = <-res:
+		case <-ctx.Done():
+			// No answer is not an answer: a stalled broker cannot be asked now.
+			return sinks.NotConnected(fmt.Errorf("check %s on %s: no answer: %w", what, s.endpoint, ctx.Err()))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if s.cfg.HoldQueue == "" {
 		return nil
 	}
-	// The library's RPC takes no context; it ends with the connection (heartbeats)
-	// at worst, so the goroutine is bounded even when ctx ends first.
-	res := make(chan error, 1)
-	go func() { res <- s.declarePassive(sess.conn, what) }()
-	select {
-	case err = <-res:
-	case <-ctx.Done():
-		// No answer is not an answer: a stalled broker cannot be asked now.
-		return sinks.NotConnected(fmt.Errorf("check %s on %s: no answer: %w", what, s.endpoint, ctx.Err()))
-	}
+	_, err = s.QueueDepth(ctx)
 	return err
 }
 

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+const limitUsage = `usage: delaybridge limit [flags] TOPIC
+
+limit changes a running topic's flow control on every replica within a
+second, overriding DELAYBRIDGE_TOPIC_<NAME>_RATE_LIMIT and _HOLD_ABOVE until
+--off. --rate is deliveries per second summed over every replica (a decimal;
+"none" lifts the limit); --hold-above is how many ready messages the topic's
+HOLD_QUEUE may hold before the topic holds ("none" lifts it; the queue itself
+is configured by DELAYBRIDGE_TOPIC_<NAME>_HOLD_QUEUE). --off removes what
+limit set: the environment's limits apply again. Held messages wait in the
+scheduled set, late but never lost; pause still wins over both. Without a
+flag, limit shows what is set. stats and the console show the limits in force.
+
+Examples:
+  delaybridge limit reminders --rate 300
+  delaybridge limit reminders --hold-above 5000
+  delaybridge limit reminders --rate none
+  delaybridge limit reminders --off
+`
+
+// runLimit is `delaybridge limit`.
+func runLimit(ctx context.Context, args []string, s stdio) int {
+	fs := newFlags("limit", limitUsage, s)
+	rate := fs.String("rate", "", `deliveries per second over every replica, or "none"`)
+	hold := fs.String("hold-above", "", `ready messages in HOLD_QUEUE above which the topic holds, or "none"`)
+	off := fs.Bool("off", false, "remove the limits set at run time (the environment's apply)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	pos, code, ok := parseFlags(fs, args, s)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return badUsage(fs, s, "want exactly one TOPIC")
+	}
+	o, err := limitOverride(*rate, *hold)
+	if err != nil {
+		return badUsage(fs, s, "%v", err)
+	}
+	if *off && !o.IsZero() {
+		return badUsage(fs, s, "--off cannot be given with --rate or --hold-above")
+	}
+	c, t, code := openTopic(fs, s, pos[0])
+	if c == nil {
+		return code
+	}
+	defer c.close()
+	switch {
+	case *off:
+		if _, err := c.q.ClearLimits(ctx, t); err != nil {
+			return c.fail(err)
+		}
+	case !o.IsZero():
+		if err := c.q.SetLimits(ctx, t, o); err != nil {
+			return c.fail(err)
+		}
+	}
+	now, err := c.q.Limits(ctx, t)
+	if err != nil {
+		return c.fail(err)
+	}
+	if *asJSON {
+		writeJSON(s.out, map[string]any{"topic": t.Name, "rate": overrideRate(now), "hold_above": overrideHold(now), "since": jsonTime(now.Since)})
+		return exitOK
+	}
+	if now.IsZero() {
+		fmt.Fprintf(s.out, "%s: no limits set at run time: the environment's apply\n", t.Name)
+		return exitOK
+	}
+	fmt.Fprintf(s.out, "%s: %s (every replica within 1 s; delaybridge limit %s --off returns to the environment's)\n", t.Name, describeOverride(now), t.Name)
+	return exitOK
+}
+
+// limitOverride parses --rate and --hold-above ("" leaves a field unset).
+func limitOverride(rate, hold string) (queue.Override, error) {
+	var o queue.Override
+	if rate = strings.TrimSpace(rate); rate != "" {
+		r := 0.0
+		if rate != "none" {
+			v, err := strconv.ParseFloat(rate, 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 || v > 10_000_000 {
+				return o, fmt.Errorf(`--rate %q: want a positive decimal (e.g. 300 or 0.5), at most 10000000, or "none"`, rate)
+			}
+			r = v
+		}
+		o.Rate = &r
+	}
+	if hold = strings.TrimSpace(hold); hold != "" {
+		h := -1
+		if hold != "none" {
+			v, err := strconv.Atoi(hold)
+			if err != nil || v < 0 || v > math.MaxInt32 {
+				return o, fmt.Errorf(`--hold-above %q: want a whole number of ready messages, or "none"`, hold)
+			}
+			h = v
+		}
+		o.HoldAbove = &h
+	}
+	return o, nil
+}
+
+// overrideRate is the JSON of a run-time rate: null when not set, "none"
+// when lifted, else the number.
+func overrideRate(o queue.Override) any {
+	switch {
+	case o.Rate == nil:
+		return nil
+	case *o.Rate == 0:
+		return "none"
+	}
+	return *o.Rate
+}
+
+func overrideHold(o queue.Override) any {
+	switch {
+	case o.HoldAbove == nil:
+		return nil
+	case *o.HoldAbove < 0:
+		return "none"
+	}
+	return *o.HoldAbove
+}
+
+// describeOverride says what o sets, for people.
+func describeOverride(o queue.Override) string {
+	var parts []string
+	switch v := overrideRate(o).(type) {
+	case string:
+		parts = append(parts, "no rate limit")
+	case float64:
+		parts = append(parts, "rate limit "+strconv.FormatFloat(v, 'f', -1, 64)+"/s")
+	}
+	switch v := overrideHold(o).(type) {
+	case string:
+		parts = append(parts, "no hold")
+	case int:
+		parts = append(parts, fmt.Sprintf("hold above %d ready", v))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// limitsJSON is a topic's flow control in force, as stats shows it.
+type limitsJSON struct {
+	// Rate is deliveries per second over every replica (0: none).
+	Rate float64 `json:"rate_limit"`
+	// HoldQueue and HoldAbove: the topic holds while the queue has more
+	// ready messages (HoldAbove -1: no hold).
+	HoldQueue string `json:"hold_queue,omitempty"`
+	HoldAbove int    `json:"hold_above"`
+	// Source is "environment", "run time" (delaybridge limit) or "" when
+	// the topic has no limit.
+	Source string `json:"source,omitempty"`
+}
+
+// limitsInForce are the topics' limits: those set at run time, else those
+// of this environment's configuration (a topic it does not configure has
+// only the run-time ones).
+func (c *cli) limitsInForce(ctx context.Context, ts []queue.Topic) ([]limitsJSON, error) {
+	os, err := c.q.LimitsOf(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]limitsJSON, len(ts))
+	for i, t := range ts {
+		l := limitsJSON{HoldAbove: -1}
+		for _, ct := range c.cfg.Topics {
+			if ct.Name == t.Name {
+				l.Rate, l.HoldQueue = ct.RateLimit, ct.HoldQueue
+				if ct.HoldQueue != "" {
+					l.HoldAbove = ct.HoldAbove
+				}
+			}
+		}
+		if l.Rate > 0 || l.HoldAbove >= 0 {
+			l.Source = "environment"
+		}
+		if !os[i].IsZero() {
+			l.Rate, l.HoldAbove = os[i].Effective(l.Rate, l.HoldAbove)
+			l.Source = "run time"
+		}
+		out[i] = l
+	}
+	return out, nil
+}
+
+// printLimits prints one line per topic with a limit in force.
+func printLimits(w io.Writer, ts []queue.Topic, ls []limitsJSON) {
+	for i, l := range ls {
+		var parts []string
+		if l.Rate > 0 {
+			parts = append(parts, "rate limit "+strconv.FormatFloat(l.Rate, 'f', -1, 64)+"/s")
+		}
+		if l.HoldAbove >= 0 {
+			q := l.HoldQueue
+			if q == "" {
+				q = "its hold queue"
+			}
+			parts = append(parts, fmt.Sprintf("holds while %s has more than %d ready", q, l.HoldAbove))
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(w, "%s: %s (%s)\n", ts[i].Name, strings.Join(parts, ", "), l.Source)
+		}
+	}
+}

@@ -1,0 +1,222 @@
+package forwarder
+
+import (
+	"context"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+// Flow control, per topic: a rate limit shared by every replica through
+// Redis (queue.Acquire), and a destination queue depth above which the
+// topic holds. Both act before a claim (gate.go), so held messages stay in
+// the scheduled set: never lost, never early, in order, and their lateness
+// includes the wait. A topic without a limit costs nothing per batch: its
+// scanners never call the limiter. Limits changed at run time (delaybridge
+// limit, queue.SetLimits) are read by limitsLoop every limitsInterval.
+
+// Flow is a topic's flow control as configured; a run-time override
+// (queue.Override) replaces either field until cleared.
+type Flow struct {
+	// RateLimit is the most deliveries per second summed over every
+	// replica; 0 means none.
+	RateLimit float64
+	// HoldQueue names the queue whose depth HoldAbove bounds; the topic's
+	// sink reads it (QueueDepth). "" means none.
+	HoldQueue string
+	// HoldAbove is the ready count above which the topic holds, when
+	// HoldQueue is set.
+	HoldAbove int
+}
+
+// limitsInterval is how often each replica reads the run-time limits: a
+// change reaches every replica within it (the promise is 1 s).
+const limitsInterval = 500 * time.Millisecond
+
+// depthInterval is how long one reading of the hold queue's depth serves a
+// topic's scanners on this replica: at most 1/depthInterval passive
+// declares per second per topic, and only while a scanner wants to claim.
+const depthInterval = 200 * time.Millisecond
+
+// Why a topic is held, as the held gauge and the status key say.
+const (
+	heldRate  = "rate"
+	heldQueue = "queue"
+)
+
+// queueDepther is a sink that can read the depth of the topic's hold queue
+// (sinks/amqp).
+type queueDepther interface {
+	QueueDepth(ctx context.Context) (int, error)
+}
+
+// flowTopic is one topic's flow control on this replica.
+type flowTopic struct {
+	f    *Forwarder
+	t    Topic
+	env  Flow
+	rate atomic.Uint64 // math.Float64bits of the rate in force; 0: none
+	hold atomic.Int64  // the hold-above in force; negative: none
+
+	// unsettled counts the topic's messages this replica claimed and has
+	// not settled (the scanners' inflight counts, summed).
+	unsettled atomic.Int64
+	// heldRate and heldQueue count the scanners waiting for each limit.
+	heldRate, heldQueue atomic.Int32
+
+	mu      sync.Mutex
+	reading depthReading
+	// since counts the messages claimed on this replica since reading
+	// began: they may not be in its depth yet.
+	since int
+}
+
+// depthReading is one passive declare of the hold queue.
+type depthReading struct {
+	at        time.Time // when it was asked for; zero: never
+	depth     int
+	unsettled int64 // this replica's unsettled messages when it was asked for
+	err       error
+}
+
+func newFlowTopic(f *Forwarder, t Topic) *flowTopic {
+	ft := &flowTopic{f: f, t: t, env: f.opt.Flow[t.Name]}
+	ft.apply(queue.Override{})
+	return ft
+}
+
+// apply puts the limits in force: o's fields where set, else the
+// environment's; it updates the gauges.
+func (ft *flowTopic) apply(o queue.Override) {
+	hold := -1
+	if ft.env.HoldQueue != "" {
+		hold = ft.env.HoldAbove
+	}
+	rate, hold := o.Effective(ft.env.RateLimit, hold)
+	if ft.env.HoldQueue == "" {
+		hold = -1 // nowhere to read a depth from
+	}
+	ft.rate.Store(math.Float64bits(rate))
+	ft.hold.Store(int64(hold))
+	ft.f.m.RateLimit.WithLabelValues(ft.t.Name).Set(rate)
+}
+
+// limited reports whether the topic has any limit in force now.
+func (ft *flowTopic) limited() bool { return ft.rateNow() > 0 || ft.hold.Load() >= 0 }
+
+func (ft *flowTopic) rateNow() float64 { return math.Float64frombits(ft.rate.Load()) }
+
+// limitsLoop reads every topic's run-time limits every limitsInterval
+// until ctx ends. A failed read keeps the limits in force.
+func (f *Forwarder) limitsLoop(ctx context.Context) {
+	ts := topicsOf(f.opt.Topics)
+	failed := false
+	for {
+		rctx, cancel := context.WithTimeout(ctx, redisTimeout)
+		os, err := f.q.LimitsOf(rctx, ts)
+		cancel()
+		switch {
+		case err != nil && ctx.Err() == nil:
+			f.m.RedisErrs.WithLabelValues("limits").Inc()
+			if !failed {
+				f.log.Warn("reading the run-time limits failed; the limits in force stay", "err", err)
+			}
+			failed = true
+		case err == nil:
+			failed = false
+			for i, o := range os {
+				f.flows[i].apply(o)
+			}
+		}
+		if !sleep(ctx, limitsInterval, nil) {
+			return
+		}
+	}
+}
+
+// depthNow returns a reading of the hold queue no older than depthInterval,
+// asking the sink when the last one is older. Call with ft.mu held: the
+// topic's scanners on this replica share one reading.
+func (ft *flowTopic) depthNow(ctx context.Context) depthReading {
+	if !ft.reading.at.IsZero() && time.Since(ft.reading.at) < depthInterval {
+		return ft.reading
+	}
+	d, ok := ft.t.Sink.(queueDepther)
+	r := depthReading{at: time.Now(), unsettled: ft.unsettled.Load()}
+	if !ok {
+		r.depth = 0
+	} else {
+		rctx, cancel := context.WithTimeout(ctx, redisTimeout)
+		r.depth, r.err = d.QueueDepth(rctx)
+		cancel()
+	}
+	if r.err != nil && (ft.reading.err == nil || ft.reading.at.IsZero()) {
+		ft.f.log.Warn("reading the hold queue's depth failed; the topic holds until it can be read",
+			"topic", ft.t.Name, "queue", ft.env.HoldQueue, "err", r.err)
+	}
+	ft.reading, ft.since = r, 0
+	ft.f.m.HoldQueueDepth.WithLabelValues(ft.t.Name).Set(float64(r.depth))
+	return r
+}
+
+// replicas is how many live replicas share the topic's queue budget (at
+// least 1).
+func (f *Forwarder) replicas() int {
+	if f.opt.AllSlots {
+		return 1
+	}
+	f.assignMu.Lock()
+	defer f.assignMu.Unlock()
+	return max(1, len(f.live))
+}
+
+// holdRoom is how many messages a slot of the topic may claim now under
+// the hold-above limit (0: held), at most want. A reading at or below the
+// limit lets the replica claim its share of the room it leaves (the room
+// divided among the live replicas), less what it has claimed or not
+// settled since; when that is used up, one more batch, so the queue
+// exceeds the limit by at most one batch per slot.
+func (ft *flowTopic) holdRoom(ctx context.Context, want int) (int, depthReading) {
+	hold := ft.hold.Load()
+	if hold < 0 {
+		return want, depthReading{}
+	}
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	r := ft.depthNow(ctx)
+	if r.err != nil || int64(r.depth) > hold {
+		return 0, r
+	}
+	share := (hold - int64(r.depth)) / int64(ft.f.replicas())
+	left := share - r.unsettled - int64(ft.since)
+	if left <= 0 && ft.since > 0 {
+		return 0, r // the one batch beyond the room is out: wait for a reading
+	}
+	n := want
+	if left > 0 {
+		n = min(want, int(left))
+	}
+	ft.since += n
+	return n, r
+}
+
+// unclaimed takes back what holdRoom granted and a claim did not take.
+func (ft *flowTopic) unclaimed(n int) {
+	if n <= 0 || ft.hold.Load() < 0 {
+		return
+	}
+	ft.mu.Lock()
+	ft.since = max(0, ft.since-n)
+	ft.mu.Unlock()
+}
+
+// heldBy is the count of scanners held for reason.
+func (ft *flowTopic) heldBy(reason string) *atomic.Int32 {
+	if reason == heldRate {
+		return &ft.heldRate
+	}
+	return &ft.heldQueue
+}

@@ -1,0 +1,135 @@
+package forwarder
+
+import (
+	"context"
+	"time"
+
+	"github.com/delaybridge/delaybridge/internal/backoff"
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+// The gate is where a scanner asks its topic's flow control (flow.go) how
+// many messages its next claim may take: never more than the queue depth
+// limit leaves room for, and never more than the rate limit grants. The
+// claim then takes at most that many, and what it did not take goes back
+// at once (giveBack), so a slot with less due than it was granted does not
+// keep the other slots' share. A topic without limits passes at no cost.
+
+// After a failed grant the scanner waits acquireRetryMin, doubling up to
+// acquireRetryMax: a limited topic claims nothing it has no permit for.
+const (
+	acquireRetryMin = 50 * time.Millisecond
+	acquireRetryMax = 2 * time.Second
+)
+
+// gate returns how many messages the claim about to run may take, at most
+// limit. With wait it waits until that is at least one (a held topic);
+// without (messages claimed ahead are waiting to be handed over) it may
+// return 0. ok is false when ctx ended. granted is how many of n came
+// from the rate limiter, for giveBack.
+func (s *scanner) gate(ctx context.Context, limit int, wait bool) (n, granted int, ok bool) {
+	ft := s.flow
+	if !ft.limited() {
+		return limit, 0, true
+	}
+	var held time.Time
+	why := ""
+	defer func() {
+		if !held.IsZero() {
+			s.unhold(why, held)
+		}
+	}()
+	retry := backoff.New(backoff.Policy{Min: acquireRetryMin, Max: acquireRetryMax, Jitter: retryJitter})
+	for {
+		room, r := ft.holdRoom(ctx, limit)
+		d := depthInterval - time.Since(r.at)
+		reason := heldQueue
+		if room > 0 {
+			n, granted, d = s.permits(ctx, room, retry)
+			if n > 0 {
+				ft.unclaimed(room - n)
+				return n, granted, true
+			}
+			ft.unclaimed(room)
+			reason = heldRate
+		}
+		if !wait || ctx.Err() != nil {
+			return 0, 0, ctx.Err() == nil
+		}
+		if why != reason {
+			if !held.IsZero() {
+				s.unhold(why, held)
+			}
+			why, held = reason, s.hold(reason)
+		}
+		if !sleep(ctx, max(d, time.Millisecond), nil) {
+			return 0, 0, false
+		}
+	}
+}
+
+// permits asks the rate limiter for up to want permits (all of them when
+// the topic has no rate limit). n is how many the claim may take, granted
+// how many came from the limiter; when none, wait is how long until some.
+func (s *scanner) permits(ctx context.Context, want int, retry *backoff.Backoff) (n, granted int, wait time.Duration) {
+	rate := s.flow.rateNow()
+	if rate <= 0 {
+		return want, 0, 0
+	}
+	rctx, cancel := context.WithTimeout(ctx, redisTimeout)
+	g, err := s.f.q.Acquire(rctx, s.topic.Topic, rate, want, 0)
+	cancel()
+	if err != nil {
+		s.f.m.RedisErrs.WithLabelValues("acquire").Inc()
+		d := retry.Next()
+		s.log.Warn("asking the rate limit for permits failed; claiming nothing until it answers", "err", err, "retry_in", d)
+		return 0, 0, d
+	}
+	retry.Reset()
+	return g.Permits, g.Permits, g.Wait
+}
+
+// giveBack returns what a claim of n messages (granted of them by the
+// rate limiter) did not take: the permits to the limiter, the room to the
+// queue depth limit. One round trip, only when the claim came up short.
+func (s *scanner) giveBack(ctx context.Context, n, granted int, c queue.Claim, claimed bool) {
+	if !s.flow.limited() {
+		return
+	}
+	used := 0
+	if claimed {
+		used = len(c.Messages) + c.Dead
+	}
+	s.flow.unclaimed(n - used)
+	back := min(granted, n-used)
+	if back <= 0 || s.flow.rateNow() <= 0 {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
+	_, err := s.f.q.Acquire(rctx, s.topic.Topic, s.flow.rateNow(), 0, back)
+	cancel()
+	if err != nil {
+		s.f.m.RedisErrs.WithLabelValues("acquire").Inc()
+		s.log.Debug("giving unused permits back failed; the limit's share of them is lost", "count", back, "err", err)
+	}
+}
+
+// hold records that the scanner starts waiting for its topic's flow
+// control, for reason; unhold that it stopped. While a slot's last claim
+// found it paused, its wait is not counted as held by the limits: pause
+// holds it anyway.
+func (s *scanner) hold(reason string) time.Time {
+	if s.flow.heldBy(reason).Add(1) == 1 {
+		s.f.m.Held.WithLabelValues(s.topic.Name, reason).Set(1)
+	}
+	return time.Now()
+}
+
+func (s *scanner) unhold(reason string, since time.Time) {
+	if s.flow.heldBy(reason).Add(-1) == 0 {
+		s.f.m.Held.WithLabelValues(s.topic.Name, reason).Set(0)
+	}
+	if !s.paused {
+		s.f.m.HeldSeconds.WithLabelValues(s.topic.Name, reason).Add(time.Since(since).Seconds())
+	}
+}
