@@ -15,6 +15,9 @@ import (
 var notConfigured = map[string]bool{
 	"Queue": true, "Topics": true, "Metrics": true, "Log": true,
 	"AllSlots": true, "BacklogInterval": true, "StrandedInterval": true,
+	// Flow is per topic: the DELAYBRIDGE_TOPIC_<NAME>_RATE_LIMIT, _HOLD_QUEUE
+	// and _HOLD_ABOVE of each configured topic (flowOf).
+	"Flow": true,
 }
 
 // sharedFields are the forwarder options that config.Config holds under the

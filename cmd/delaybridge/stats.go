@@ -76,22 +76,7 @@ func runStats(ctx context.Context, args []string, s stdio) int {
 		if redraw {
 			fmt.Fprint(s.out, "\033[H\033[2J")
 		}
-		mem, memErr := c.q.Memory(ctx)
-		if *asJSON {
-			out := statsJSON(topics, all)
-			for i, l := range limits {
-				out["topics"].([]map[string]any)[i]["limits"] = l
-			}
-			if memErr == nil {
-				out["redis"] = memoryJSON(mem)
-			}
-			err = writeJSON(s.out, out)
-		} else if err = printStats(s.out, topics, all, *allSlots, *watch); err == nil {
-			printLimits(s.out, topics, limits)
-			if memErr == nil {
-				err = printPressure(s.out, mem)
-			}
-		}
+		err = writeStats(ctx, s, c, statsView{topics, all, limits}, *asJSON, *allSlots, *watch)
 		if err != nil {
 			return c.fail(fmt.Errorf("write stats: %w", err))
 		}
@@ -104,6 +89,37 @@ func runStats(ctx context.Context, args []string, s stdio) int {
 		case <-tick.C:
 		}
 	}
+}
+
+// statsView is one refresh of stats: every topic's slots and limits.
+type statsView struct {
+	topics []queue.Topic
+	slots  [][]queue.SlotStats
+	limits []limitsJSON
+}
+
+// writeStats prints one refresh, with Redis's memory state when it can be
+// read.
+func writeStats(ctx context.Context, s stdio, c *cli, v statsView, asJSON, allSlots, watch bool) error {
+	mem, memErr := c.q.Memory(ctx)
+	if asJSON {
+		out := statsJSON(v.topics, v.slots)
+		for i, l := range v.limits {
+			out["topics"].([]map[string]any)[i]["limits"] = l
+		}
+		if memErr == nil {
+			out["redis"] = memoryJSON(mem)
+		}
+		return writeJSON(s.out, out)
+	}
+	if err := printStats(s.out, v.topics, v.slots, allSlots, watch); err != nil {
+		return err
+	}
+	printLimits(s.out, v.topics, v.limits)
+	if memErr != nil {
+		return nil
+	}
+	return printPressure(s.out, mem)
 }
 
 // total sums the slots of one topic into one row.
