@@ -73,6 +73,14 @@ type env struct {
 	ConsoleAddr         string `envconfig:"CONSOLE_ADDR" default:"127.0.0.1:8081" desc:"listen address of the web console (delaybridge console)"`
 	ConsoleToken        string `envconfig:"CONSOLE_TOKEN" secret:"true" desc:"token that unlocks the console's actions (pause, requeue, purge, cancel, reschedule); empty: the console is read-only"`
 	ConsoleSecureCookie string `envconfig:"CONSOLE_SECURE_COOKIE" default:"false" desc:"true: the console's session cookie is Secure even over plain HTTP (behind a TLS-terminating proxy)"`
+
+	// The HTTP API for producers (api package).
+	APIAddr           string `envconfig:"API_ADDR" desc:"listen address of the HTTP API (schedule, get, reschedule, cancel by id); empty: delaybridge run serves none, delaybridge api listens on :8090"`
+	APITokens         string `envconfig:"API_TOKENS" secret:"true" desc:"comma list of the HTTP API's bearer tokens (16 characters or more), each optionally limited to topics: token:orders+reminders; required when the API is served, unless API_INSECURE=true"`
+	APIInsecure       string `envconfig:"API_INSECURE" default:"false" desc:"true: serve the HTTP API without tokens (anyone who reaches it may schedule and cancel)"`
+	APITLSCertFile    string `envconfig:"API_TLS_CERT_FILE" desc:"PEM certificate: the HTTP API serves HTTPS (needs API_TLS_KEY_FILE)"`
+	APITLSKeyFile     string `envconfig:"API_TLS_KEY_FILE" desc:"PEM key of API_TLS_CERT_FILE"`
+	APIMaxRequestSize string `envconfig:"API_MAX_REQUEST_SIZE" default:"16777216" desc:"largest HTTP API request body, bytes (a batch included); larger ones are refused with 413"`
 }
 
 // topicEnv is one topic's variables, DELAYBRIDGE_TOPIC_<NAME>_*.

@@ -48,6 +48,7 @@ func commands() []command {
 		{"pause", "stop claiming a topic's messages until resume", runPause},
 		{"resume", "claim a paused topic's messages again", runResume},
 		{"console", "serve the web console (read-only without DELAYBRIDGE_CONSOLE_TOKEN)", runConsole},
+		{"api", "serve the HTTP API for producers (schedule, get, reschedule, cancel by id)", runAPI},
 		{"version", "print the version", runVersion},
 	}
 }
