@@ -198,3 +198,8 @@ func (s *syncBuffer) String() string {
 }
 
 func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
+
+func redisAndPrefix(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	return redistest.New(t)
+}
