@@ -83,6 +83,24 @@ func runAPI(ctx context.Context, args []string, s stdio) int {
 	return exitOK
 }
 
+// startHTTPAndAPI is startHTTP for the daemon's routes and, when
+// DELAYBRIDGE_API_ADDR is set, startAPI; stop ends both.
+func startHTTPAndAPI(ctx context.Context, cfg config.Config, routes http.Handler, q *queue.Queue, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
+	stopHTTP, err := startHTTP(cfg.HTTPAddr, routes, log)
+	if err != nil {
+		return nil, err
+	}
+	stopAPI, err := startAPI(ctx, cfg, q, reg, log)
+	if err != nil {
+		stopHTTP()
+		return nil, err
+	}
+	return func() {
+		stopAPI()
+		stopHTTP()
+	}, nil
+}
+
 // startAPI serves the HTTP API on cfg.API.Addr until stop is called; with
 // no address it serves nothing.
 func startAPI(ctx context.Context, cfg config.Config, q *queue.Queue, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {

@@ -125,16 +125,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	dests, stopWatch := watchDestinations(ctx, topics, log)
 	defer stopWatch()
 
-	stopHTTP, err := startHTTP(cfg.HTTPAddr, routes(reg, rdb, topics, dests, intakes), log)
+	stopHTTP, err := startHTTPAndAPI(ctx, cfg, routes(reg, rdb, topics, dests, intakes), queue.New(rdb), reg, log)
 	if err != nil {
 		return err
 	}
 	defer stopHTTP()
-	stopAPI, err := startAPI(ctx, cfg, queue.New(rdb), reg, log) // api.go; none without DELAYBRIDGE_API_ADDR
-	if err != nil {
-		return err
-	}
-	defer stopAPI()
 	// The probes answer while the topics are registered: a Redis that
 	// refuses the daemon shows in /readyz and the log, not as silence.
 	if err := registerTopics(ctx, queue.New(rdb), cfg, log); err != nil {
