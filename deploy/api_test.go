@@ -32,7 +32,7 @@ func componentOnly(r rendering, component string, want bool) rendering {
 // a mounted Secret file. It returns the resolved environment.
 func checkAPIPods(t *testing.T, r rendering) podEnv {
 	t.Helper()
-	api, daemon := componentOnly(r, apiComponent, true), componentOnly(r, apiComponent, false)
+	api, daemon := componentOnly(r, apiComponent, true), daemonOnly(r)
 	d := only[*appsv1.Deployment](t, api)
 	svc := only[*corev1.Service](t, api)
 	dd := only[*appsv1.Deployment](t, daemon)
