@@ -183,7 +183,7 @@ type Report struct {
 
 // defaultRun is what -run runs unless told otherwise: every scenario of
 // issue #15's targets.
-const defaultRun = "steady,burst,burst-spread,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall,rate-limited"
+const defaultRun = "steady,burst,burst-spread,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall,rate-limited,api"
 
 // scenarios in the order they run.
 var scenarios = []struct {
@@ -200,6 +200,7 @@ var scenarios = []struct {
 	{"kafka-burst", runKafkaBurst},
 	{"kafka-stall", runKafkaStall},
 	{"rate-limited", runRateLimited},
+	{"api", runAPI},
 	// Not run by default: the intake's scenarios (about 3 more minutes
 	// at full size on the 2-core VM), and the raw ceiling alone, to study it.
 	{"intake", runIntake},

@@ -46,6 +46,7 @@ type Config struct {
 	HeartbeatTTL      time.Duration
 
 	Console Console
+	API     API
 }
 
 // Redis is how to reach Redis.

@@ -76,6 +76,14 @@ type env struct {
 	ConsoleHosts             string `envconfig:"CONSOLE_HOSTS" desc:"comma list of the Host names the console answers to, name:port or name (any port); others get 421, which stops DNS rebinding. Empty: localhost, 127.0.0.1, [::1] and the CONSOLE_ADDR host, with its port"`
 	ConsoleReadRequiresToken string `envconfig:"CONSOLE_READ_REQUIRES_TOKEN" default:"false" desc:"true: topic and message pages (message bodies) need the console token too; the overview stays open. Without a token set, bodies are then shown to no one"`
 	ConsoleSessionTTL        string `envconfig:"CONSOLE_SESSION_TTL" default:"12h" desc:"how long a console login lasts (1m to 720h); logging out ends it at once, a console restart ends them all"`
+
+	// The HTTP API for producers (api package).
+	APIAddr           string `envconfig:"API_ADDR" desc:"listen address of the HTTP API (schedule, get, reschedule, cancel by id); empty: delaybridge run serves none, delaybridge api listens on :8090"`
+	APITokens         string `envconfig:"API_TOKENS" secret:"true" desc:"comma list of the HTTP API's bearer tokens (16 characters or more), each optionally limited to topics: token:orders+reminders; required when the API is served, unless API_INSECURE=true"`
+	APIInsecure       string `envconfig:"API_INSECURE" default:"false" desc:"true: serve the HTTP API without tokens (anyone who reaches it may schedule and cancel)"`
+	APITLSCertFile    string `envconfig:"API_TLS_CERT_FILE" desc:"PEM certificate: the HTTP API serves HTTPS (needs API_TLS_KEY_FILE)"`
+	APITLSKeyFile     string `envconfig:"API_TLS_KEY_FILE" desc:"PEM key of API_TLS_CERT_FILE"`
+	APIMaxRequestSize string `envconfig:"API_MAX_REQUEST_SIZE" default:"16777216" desc:"largest HTTP API request body, bytes (a batch included); larger ones are refused with 413"`
 }
 
 // topicEnv is one topic's variables, DELAYBRIDGE_TOPIC_<NAME>_*.

@@ -91,6 +91,7 @@ func (p *parser) global(e *env) Config {
 	c.Kafka = p.kafka(e)
 	c.RedisSink = p.redisSink(e, c.Redis)
 	c.Console = p.console(e)
+	c.API = p.api(e)
 
 	c.BatchSize = p.intIn("BATCH_SIZE", e.BatchSize, 1, 5000)
 	c.MaxInflightBatches = p.intIn("MAX_INFLIGHT_BATCHES", e.MaxInflightBatches, 1, 64)

@@ -61,6 +61,7 @@ func TestLoadDefaults(t *testing.T) {
 		HeartbeatTTL:      5 * time.Second,
 
 		Console: Console{Addr: "127.0.0.1:8081", SessionTTL: 12 * time.Hour},
+		API:     API{MaxRequestSize: 16 << 20},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Load() mismatch (-want +got):\n%s", diff)
@@ -130,6 +131,12 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			"CONSOLE_HOSTS":               "console.example.com, localhost:9091,[::1]",
 			"CONSOLE_READ_REQUIRES_TOKEN": "true",
 			"CONSOLE_SESSION_TTL":         "1h",
+			"API_ADDR":                    ":9092",
+			"API_TOKENS":                  "api-token-0123456789:orders+order-events, other-token-0123456789",
+			"API_INSECURE":                "true",
+			"API_TLS_CERT_FILE":           pki.ClientCert,
+			"API_TLS_KEY_FILE":            pki.ClientKey,
+			"API_MAX_REQUEST_SIZE":        "1048576",
 
 			"TOPIC_ORDERS_SINK":              "kafka",
 			"TOPIC_ORDERS_SLOTS":             "16",
@@ -180,6 +187,8 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			ReplicaID: "pod-a", Ownership: "all", HeartbeatInterval: 2 * time.Second, HeartbeatTTL: 10 * time.Second,
 			Console: Console{Addr: ":9091", Token: "console-token", SecureCookie: true,
 				Hosts: []string{"console.example.com", "localhost:9091", "[::1]"}, ReadRequiresToken: true, SessionTTL: time.Hour},
+			API: API{Addr: ":9092", Tokens: []APIToken{{Token: "api-token-0123456789", Topics: []string{"orders", "order-events"}},
+				{Token: "other-token-0123456789"}}, Insecure: true, TLS: TLS{CertFile: pki.ClientCert, KeyFile: pki.ClientKey}, MaxRequestSize: 1 << 20},
 		},
 	}, {
 		name: "cluster, kafka without TLS files, empty AMQP URL",
@@ -215,6 +224,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			HTTPAddr: ":8080", LogLevel: "info", LogFormat: "json",
 			ReplicaID: defaultReplicaID(t), Ownership: "rendezvous", HeartbeatInterval: time.Second, HeartbeatTTL: 5 * time.Second,
 			Console: Console{Addr: "127.0.0.1:8081", SessionTTL: 12 * time.Hour},
+			API:     API{MaxRequestSize: 16 << 20},
 		},
 	}, {
 		name: "redis stream sink on a Redis of its own",
@@ -248,6 +258,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			HTTPAddr: ":8080", LogLevel: "info", LogFormat: "json",
 			ReplicaID: defaultReplicaID(t), Ownership: "rendezvous", HeartbeatInterval: time.Second, HeartbeatTTL: 5 * time.Second,
 			Console: Console{Addr: "127.0.0.1:8081", SessionTTL: 12 * time.Hour},
+			API:     API{MaxRequestSize: 16 << 20},
 		},
 	}, {
 		name: "intakes from RabbitMQ and Kafka",
@@ -289,6 +300,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			HTTPAddr: ":8080", LogLevel: "info", LogFormat: "json",
 			ReplicaID: defaultReplicaID(t), Ownership: "rendezvous", HeartbeatInterval: time.Second, HeartbeatTTL: 5 * time.Second,
 			Console: Console{Addr: "127.0.0.1:8081", SessionTTL: 12 * time.Hour},
+			API:     API{MaxRequestSize: 16 << 20},
 		},
 	}}
 

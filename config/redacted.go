@@ -36,6 +36,7 @@ func (c Config) values() map[string]string {
 	maps.Copy(m, c.brokerValues())
 	maps.Copy(m, c.runValues())
 	maps.Copy(m, c.Console.values())
+	maps.Copy(m, c.API.values())
 	names := make([]string, len(c.Topics))
 	for i, t := range c.Topics {
 		names[i] = t.Name

@@ -19,11 +19,11 @@ func isConsole(o object) bool {
 	return ok && m.GetLabels()["app.kubernetes.io/component"] == consoleComponent
 }
 
-// daemonOnly is r without the console's objects: what the daemon's checks
-// look at.
+// daemonOnly is r without the console's and the HTTP API's objects: what
+// the daemon's checks look at.
 func daemonOnly(r rendering) rendering {
 	out := rendering{name: r.name}
-	for _, o := range r.objects {
+	for _, o := range componentOnly(r, apiComponent, false).objects {
 		if !isConsole(o) {
 			out.objects = append(out.objects, o)
 		}

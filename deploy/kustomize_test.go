@@ -228,7 +228,10 @@ func TestKustomizationsRenderStrictly(t *testing.T) {
 		if strings.HasSuffix(r.name, "components/console") && len(consoleOnly(r).objects) != 3 {
 			t.Errorf("%s: want the console's Deployment, Service and Secret, got %d objects", r.name, len(consoleOnly(r).objects))
 		}
-		r := daemonOnly(r) // components/console is checked by TestConsoleComponent
+		if strings.HasSuffix(r.name, "components/api") && len(componentOnly(r, apiComponent, true).objects) != 3 {
+			t.Errorf("%s: want the api's Deployment, Service and Secret, got %d objects", r.name, len(componentOnly(r, apiComponent, true).objects))
+		}
+		r := daemonOnly(r) // components/console and components/api: TestConsoleComponent, TestAPIComponent
 		if len(r.objects) == 0 {
 			t.Errorf("%s rendered no objects", r.name)
 		}

@@ -52,6 +52,7 @@ func commands() []command {
 		{"resume", "claim a paused topic's messages again", runResume},
 		{"limit", "change a running topic's rate limit or queue-depth hold", runLimit},
 		{"console", "serve the web console (read-only without DELAYBRIDGE_CONSOLE_TOKEN)", runConsole},
+		{"api", "serve the HTTP API for producers (schedule, get, reschedule, cancel by id)", runAPI},
 		{"version", "print the version", runVersion},
 	}
 }

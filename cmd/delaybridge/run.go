@@ -109,7 +109,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 
 	mem := newMemoryWatch(queue.New(rdb), metrics, log)
 	defer runUntilStopped(ctx, mem.run)() // starts it now, stops it on return
-	stopHTTP, err := startHTTP(cfg.HTTPAddr, routes(reg, rdb, topics, dests, intakes, mem), log)
+	stopHTTP, err := startHTTPAndAPI(ctx, cfg, routes(reg, rdb, topics, dests, intakes, mem), queue.New(rdb), reg, log)
 	if err != nil {
 		return err
 	}

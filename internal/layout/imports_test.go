@@ -38,12 +38,13 @@ var ranks = []struct {
 	{"queue", 1},
 	{"sinks", 1},
 	// What uses them: the pipeline, the intake, the configuration, the
-	// console (queue only: never the forwarder), the sink adapters (sinks,
-	// never forwarder).
+	// console and the HTTP API (queue only: never the forwarder), the sink
+	// adapters (sinks, never forwarder).
 	{"forwarder", 2},
 	{"intake", 2},
 	{"config", 2},
 	{"console", 2},
+	{"api", 2},
 	{"sinks/...", 2},
 	// Connecting as the configuration says (it reads config).
 	{"redisclient", 3},

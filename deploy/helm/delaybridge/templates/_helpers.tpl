@@ -35,6 +35,19 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end -}}
 
+{{- define "delaybridge.apiSelectorLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-api" (include "delaybridge.name" .) }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: api
+{{- end -}}
+
+{{- define "delaybridge.apiLabels" -}}
+{{ include "delaybridge.apiSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end -}}
+
 {{- define "delaybridge.labels" -}}
 {{ include "delaybridge.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
@@ -119,4 +132,5 @@ amqpUrl: AMQP_URL
 kafkaSaslPassword: KAFKA_SASL_PASSWORD
 sinkRedisUrl: SINK_REDIS_URL
 consoleToken: CONSOLE_TOKEN
+apiTokens: API_TOKENS
 {{- end -}}

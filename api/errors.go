@@ -1,0 +1,79 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+// errorBody is every error's answer.
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// apiError is a refusal with its status and code.
+type apiError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func refuse(status int, code, msg string) *apiError {
+	return &apiError{status: status, code: code, msg: msg}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, errorBody{Error: msg, Code: code})
+}
+
+// classify maps an error of the queue package (or a refusal) to a status,
+// a code and a message. Redis's own failures are 503: the request may be
+// retried (every write is idempotent by id).
+func classify(err error) *apiError {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, queue.ErrNotEnvelope):
+		return refuse(http.StatusUnprocessableEntity, "not_envelope",
+			err.Error()+": ids, headers and routing keys (and by-id lookups) need a topic with FORMAT=envelope; a raw topic's member is the body itself")
+	case errors.Is(err, queue.ErrInvalidEnvelope):
+		return refuse(http.StatusBadRequest, "invalid_message", err.Error())
+	case errors.Is(err, queue.ErrBadDueTime):
+		return refuse(http.StatusUnprocessableEntity, "bad_due_time", err.Error())
+	case errors.Is(err, queue.ErrNotFound):
+		return refuse(http.StatusNotFound, "not_found", err.Error())
+	case errors.Is(err, queue.ErrInFlight):
+		return refuse(http.StatusConflict, "in_flight", err.Error()+": it is being delivered and can no longer be changed")
+	case errors.Is(err, queue.ErrUnknownTopic):
+		return refuse(http.StatusNotFound, "unknown_topic", err.Error())
+	case errors.Is(err, queue.ErrLayoutMismatch):
+		return refuse(http.StatusConflict, "layout_mismatch", err.Error())
+	default:
+		return &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: err.Error()}
+	}
+}
+
+// fail answers err; a failure of Redis is logged (a refusal is the
+// client's business and is not). Queue errors name keys and ids, never a
+// body.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	ae := classify(err)
+	if ae.status >= 500 {
+		s.opts.Log.Warn("api request failed", "route", r.Pattern, "status", ae.status, "err", err)
+	}
+	writeError(w, ae.status, ae.code, ae.msg)
+}
