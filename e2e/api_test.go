@@ -140,7 +140,7 @@ func TestHTTPScheduledMessageIsDeliveredOnTimeAndCancelledOneNever(t *testing.T)
 	select {
 	case extra := <-msgs:
 		t.Errorf("the cancelled message was delivered: id %q body %q", extra.MessageId, extra.Body)
-	case <-time.After(due.Add(2 * time.Second).Sub(time.Now())):
+	case <-time.After(time.Until(due.Add(2 * time.Second))):
 	}
 	if status, out := call("GET", "/v1/topics/orders/messages/order-42", ""); status != http.StatusNotFound {
 		t.Errorf("get after delivery: %d %v", status, out)

@@ -65,45 +65,6 @@ wake(ARGV[5], ARGV[6], score)
 return {score, replaced}
 `)
 
-// prevCancel is the previous version's cancelScript.
-var prevCancel = redis.NewScript(`
-local sched, inflight, dues, attempts, dead, reasons, ids, paused = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-
-local function idof(m)
-  local ok, v = pcall(cjson.decode, m)
-  if ok and type(v) == 'table' and type(v['id']) == 'string' then return v['id'] end
-  return ''
-end
-local function unmap(id, m)
-  if id ~= '' and redis.call('HGET', ids, id) == m
-    and not redis.call('ZSCORE', sched, m) and not redis.call('ZSCORE', inflight, m) then
-    redis.call('HDEL', ids, id)
-  end
-end
-
-local function forget(m)
-  redis.call('HDEL', dues, m)
-  redis.call('HDEL', attempts, m)
-  if not redis.call('ZSCORE', dead, m) then redis.call('HDEL', reasons, m) end
-end
-
-local m, id = ARGV[1], ARGV[2]
-if m == '' then
-  m = redis.call('HGET', ids, id)
-  if not m then return {0, ''} end
-end
-if redis.call('ZREM', sched, m) == 1 then
-  if not redis.call('ZSCORE', inflight, m) then
-    forget(m)
-  end
-  unmap(id, m)
-  return {1, m}
-end
-if redis.call('ZSCORE', inflight, m) then return {2, m} end
-unmap(id, m)
-return {0, m}
-`)
-
 // prevAck is the previous version's ackScript.
 var prevAck = redis.NewScript(`
 local sched, inflight, dues, attempts, dead, reasons, ids, paused = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -386,16 +347,4 @@ if n >= limit then return out end
 local nxt = redis.call('ZRANGE', sched, 0, 0, 'WITHSCORES')
 if nxt[2] then out[2] = nxt[2] end
 return out
-`)
-
-// prevGet is the previous version's getScript.
-var prevGet = redis.NewScript(`
-local sched, inflight, dues, attempts, dead, reasons, ids, paused = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-
-local m = redis.call('HGET', ids, ARGV[1])
-if not m then return {} end
-local score = redis.call('ZSCORE', sched, m)
-local lease = redis.call('ZSCORE', inflight, m)
-if not score and not lease then return {} end
-return {m, score or '', lease or '', redis.call('HGET', dues, m) or '', redis.call('HGET', attempts, m) or '0'}
 `)
