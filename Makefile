@@ -82,10 +82,10 @@ demo-intake: build
 
 # The fault suite builds its own daemon and prints a summary table; go test
 # shows a passing package's output only with -v, so the table also goes to
-# the file DELAYBRIDGE_CHAOS_SUMMARY names, printed here.
+# the file CHAOS_SUMMARY_FILE names, printed here.
 chaos: services
 	@summary=$$(mktemp); \
-	DELAYBRIDGE_CHAOS_SUMMARY=$$summary $(GO) test -race -count=1 -timeout 10m -run . ./chaos/...; code=$$?; \
+	CHAOS_SUMMARY_FILE=$$summary $(GO) test -race -count=1 -timeout 10m -run . ./chaos/...; code=$$?; \
 	cat $$summary; rm -f $$summary; exit $$code
 
 # fuzz runs every fuzz target of the module for FUZZTIME each: go test fuzzes

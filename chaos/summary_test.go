@@ -59,7 +59,7 @@ func (r *row) count(t *testing.T, o e2etest.Outcome, notes ...string) {
 }
 
 // printSummary prints the table to stdout (and to the file named by
-// DELAYBRIDGE_CHAOS_SUMMARY, since go test shows a passing package's output
+// CHAOS_SUMMARY_FILE, since go test shows a passing package's output
 // only with -v) and reports whether no scenario lost a message or delivered
 // one early.
 func printSummary() bool {
@@ -99,7 +99,7 @@ func printSummary() bool {
 
 	out := "\nchaos summary\n" + b.String()
 	fmt.Print(out)
-	if path := os.Getenv("DELAYBRIDGE_CHAOS_SUMMARY"); path != "" {
+	if path := os.Getenv("CHAOS_SUMMARY_FILE"); path != "" {
 		if err := writeFile(path, out); err != nil {
 			fmt.Fprintf(os.Stderr, "write chaos summary to %s: %v\n", path, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +17,18 @@ import (
 	"github.com/delaybridge/delaybridge/queue"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain clears the DELAYBRIDGE_* variables the shell or CI passed in:
+// the tests configure the command through them, and one left over (a
+// developer's DELAYBRIDGE_TOPICS) would change what a test runs or, as an
+// unused variable, add a warning a test does not expect.
+func TestMain(m *testing.M) {
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "DELAYBRIDGE_") {
+			os.Unsetenv(name)
+		}
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // The command tests set DELAYBRIDGE_* variables (t.Setenv), so they do not
 // run in parallel.
