@@ -43,8 +43,19 @@ type env struct {
 	KafkaSASLPassword   string `envconfig:"KAFKA_SASL_PASSWORD" secret:"true" desc:"Kafka SASL password"`
 	KafkaSessionTimeout string `envconfig:"KAFKA_SESSION_TIMEOUT" default:"10s" desc:"Kafka intake: the consumer group's session timeout (1s-5m; the broker allows 6s-30m by default): how long the partitions of a replica that died without leaving stay unread; heartbeats every third of it, at most 3s"`
 
-	SinkRedisURL            string `envconfig:"SINK_REDIS_URL" secret:"true" desc:"Redis URL (redis:// or rediss://) of the streams that topics with SINK=redis append to (empty: the daemon's Redis, with the same client settings)"`
-	SinkRedisMaxMessageSize string `envconfig:"SINK_REDIS_MAX_MESSAGE_SIZE" default:"134217728" desc:"largest body appended to a Redis stream, bytes (at most 536870912, Redis's proto-max-bulk-len); larger ones are dead-lettered"`
+	SinkRedisURL              string `envconfig:"SINK_REDIS_URL" secret:"true" desc:"Redis URL (redis:// or rediss://) of the streams that topics with SINK=redis append to; with SINK_REDIS_ADDRS it only gives database, credentials and TLS. Empty, without SINK_REDIS_ADDRS: the daemon's Redis, with the same client settings, and no other SINK_REDIS_ connection variable may be set"`
+	SinkRedisAddrs            string `envconfig:"SINK_REDIS_ADDRS" desc:"the streams' Redis: comma list of host:port of Redis Cluster nodes (with SINK_REDIS_CLUSTER=true) or sentinels (with SINK_REDIS_SENTINEL_MASTER)"`
+	SinkRedisCluster          string `envconfig:"SINK_REDIS_CLUSTER" default:"false" desc:"true: SINK_REDIS_ADDRS are Redis Cluster nodes"`
+	SinkRedisSentinelMaster   string `envconfig:"SINK_REDIS_SENTINEL_MASTER" desc:"Sentinel master name of the streams' Redis: SINK_REDIS_ADDRS are sentinels"`
+	SinkRedisSentinelUsername string `envconfig:"SINK_REDIS_SENTINEL_USERNAME" desc:"ACL user of the streams' sentinels (only with SINK_REDIS_SENTINEL_MASTER)"`
+	SinkRedisSentinelPassword string `envconfig:"SINK_REDIS_SENTINEL_PASSWORD" secret:"true" desc:"password of the streams' sentinels (only with SINK_REDIS_SENTINEL_MASTER); the Redis nodes use SINK_REDIS_PASSWORD or the URL's"`
+	SinkRedisUsername         string `envconfig:"SINK_REDIS_USERNAME" desc:"ACL user of the streams' Redis (overrides SINK_REDIS_URL's)"`
+	SinkRedisPassword         string `envconfig:"SINK_REDIS_PASSWORD" secret:"true" desc:"password of the streams' Redis (overrides SINK_REDIS_URL's)"`
+	SinkRedisCAFile           string `envconfig:"SINK_REDIS_CA_FILE" desc:"PEM CA bundle to verify the streams' Redis's TLS certificate (implies TLS)"`
+	SinkRedisCertFile         string `envconfig:"SINK_REDIS_CERT_FILE" desc:"PEM client certificate for the streams' Redis TLS (implies TLS; needs SINK_REDIS_KEY_FILE)"`
+	SinkRedisKeyFile          string `envconfig:"SINK_REDIS_KEY_FILE" desc:"PEM client key for the streams' Redis TLS"`
+	SinkRedisTLSInsecure      string `envconfig:"SINK_REDIS_TLS_INSECURE" default:"false" desc:"true: skip verifying the streams' Redis's certificate (tests only)"`
+	SinkRedisMaxMessageSize   string `envconfig:"SINK_REDIS_MAX_MESSAGE_SIZE" default:"134217728" desc:"largest body appended to a Redis stream, bytes (at most 536870912, Redis's proto-max-bulk-len); larger ones are dead-lettered"`
 
 	KeyPrefix string `envconfig:"KEY_PREFIX" default:"dq" desc:"prefix of every Redis key"`
 	Topics    string `envconfig:"TOPICS" desc:"comma list of topic names (required); a name is 1 to 100 bytes of ASCII letters, digits, -, _ and ."`

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -86,7 +84,7 @@ func (p *parser) global(e *env) Config {
 	if c.KeyPrefix == "" || strings.ContainsAny(c.KeyPrefix, "{} \t\r\n") {
 		p.fail("KEY_PREFIX", e.KeyPrefix, "must be non-empty, without braces or white space")
 	}
-	c.Redis = p.redis(e)
+	c.Redis = p.redis("REDIS_", e.redisVars("REDIS_"))
 	c.AMQP = p.amqp(e)
 	c.Kafka = p.kafka(e)
 	c.RedisSink = p.redisSink(e, c.Redis)
@@ -126,61 +124,6 @@ func (p *parser) global(e *env) Config {
 		p.fail("HEARTBEAT_TTL", e.HeartbeatTTL, "must be at least twice "+Prefix+"_HEARTBEAT_INTERVAL, or live replicas expire between beats")
 	}
 	return c
-}
-
-func (p *parser) redis(e *env) Redis {
-	r := Redis{
-		URL:              strings.TrimSpace(e.RedisURL),
-		Addrs:            p.list("REDIS_ADDRS", e.RedisAddrs),
-		Cluster:          p.bool("REDIS_CLUSTER", e.RedisCluster),
-		SentinelMaster:   strings.TrimSpace(e.RedisSentinelMaster),
-		SentinelUsername: e.RedisSentinelUsername,
-		SentinelPassword: e.RedisSentinelPassword,
-		Username:         e.RedisUsername,
-		Password:         e.RedisPassword,
-		TLS: TLS{
-			CAFile:             e.RedisCAFile,
-			CertFile:           e.RedisCertFile,
-			KeyFile:            e.RedisKeyFile,
-			InsecureSkipVerify: p.bool("REDIS_TLS_INSECURE", e.RedisTLSInsecure),
-		},
-	}
-	if u, ok := p.url("REDIS_URL", e.RedisURL, "redis", "rediss"); ok {
-		r.TLS.Enabled = u.Scheme == "rediss"
-		// go-redis reads the database and its own query options from the URL.
-		if o, err := redis.ParseURL(r.URL); err != nil {
-			p.fail("REDIS_URL", e.RedisURL, strings.TrimPrefix(err.Error(), "redis: "))
-		} else if r.Cluster && o.DB != 0 {
-			p.fail("REDIS_URL", e.RedisURL, "Redis Cluster has only database 0: drop the /"+strconv.Itoa(o.DB)+" path")
-		}
-	}
-	if r.TLS.CAFile != "" || r.TLS.CertFile != "" {
-		r.TLS.Enabled = true
-	}
-	p.tlsFiles("REDIS_", r.TLS)
-	for _, a := range r.Addrs {
-		if _, _, err := net.SplitHostPort(a); err != nil {
-			p.fail("REDIS_ADDRS", e.RedisAddrs, fmt.Sprintf("%q is not host:port", a))
-		}
-	}
-	switch {
-	case r.Cluster && r.SentinelMaster != "":
-		p.fail("REDIS_CLUSTER", e.RedisCluster, "cannot be true together with "+Prefix+"_REDIS_SENTINEL_MASTER")
-	case (r.Cluster || r.SentinelMaster != "") && len(r.Addrs) == 0:
-		p.fail("REDIS_ADDRS", e.RedisAddrs, "is required with Redis Cluster or Sentinel")
-	case !r.Cluster && r.SentinelMaster == "" && len(r.Addrs) > 0:
-		p.fail("REDIS_ADDRS", e.RedisAddrs, "needs "+Prefix+"_REDIS_CLUSTER=true or "+Prefix+"_REDIS_SENTINEL_MASTER; a single Redis is given by "+Prefix+"_REDIS_URL")
-	}
-	// Sentinel credentials anywhere else would be ignored: a password meant
-	// for sentinels must not look accepted while the daemon dials a node.
-	if r.SentinelMaster == "" {
-		for _, f := range [][2]string{{"REDIS_SENTINEL_USERNAME", e.RedisSentinelUsername}, {"REDIS_SENTINEL_PASSWORD", e.RedisSentinelPassword}} {
-			if f[1] != "" {
-				p.fail(f[0], f[1], "applies only to sentinels: set "+Prefix+"_REDIS_SENTINEL_MASTER and "+Prefix+"_REDIS_ADDRS, or unset it")
-			}
-		}
-	}
-	return r
 }
 
 func (p *parser) amqp(e *env) AMQP {

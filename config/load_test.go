@@ -261,6 +261,40 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			API:     API{MaxRequestSize: 16 << 20},
 		},
 	}, {
+		name: "redis stream sink on a Sentinel deployment of its own, with TLS",
+		vars: map[string]string{
+			"TOPICS":                       "reminders",
+			"SINK_REDIS_URL":               "redis://streams.internal/3",
+			"SINK_REDIS_ADDRS":             "ss1:26379, ss2:26379",
+			"SINK_REDIS_SENTINEL_MASTER":   "streams",
+			"SINK_REDIS_SENTINEL_USERNAME": "sink-sentinel-user",
+			"SINK_REDIS_SENTINEL_PASSWORD": "sink-sentinel-pw",
+			"SINK_REDIS_USERNAME":          "sink-user",
+			"SINK_REDIS_PASSWORD":          "sink-pw",
+			"SINK_REDIS_CA_FILE":           pki.CAFile,
+			"SINK_REDIS_CERT_FILE":         pki.ClientCert,
+			"SINK_REDIS_KEY_FILE":          pki.ClientKey,
+			"SINK_REDIS_TLS_INSECURE":      "true",
+			"TOPIC_REMINDERS_SINK":         "redis",
+			"TOPIC_REMINDERS_STREAM":       "reminders:due",
+		},
+		want: sinkRedisConfig(t, Redis{
+			URL: "redis://streams.internal/3", Addrs: []string{"ss1:26379", "ss2:26379"}, SentinelMaster: "streams",
+			SentinelUsername: "sink-sentinel-user", SentinelPassword: "sink-sentinel-pw", Username: "sink-user", Password: "sink-pw",
+			TLS: TLS{Enabled: true, CAFile: pki.CAFile, CertFile: pki.ClientCert, KeyFile: pki.ClientKey, InsecureSkipVerify: true},
+		}),
+	}, {
+		// No SINK_REDIS_URL: the cluster's nodes are all it takes.
+		name: "redis stream sink on a Redis Cluster of its own",
+		vars: map[string]string{
+			"TOPICS":                 "reminders",
+			"SINK_REDIS_ADDRS":       "sc1:7000,sc2:7000",
+			"SINK_REDIS_CLUSTER":     "true",
+			"TOPIC_REMINDERS_SINK":   "redis",
+			"TOPIC_REMINDERS_STREAM": "reminders:due",
+		},
+		want: sinkRedisConfig(t, Redis{Addrs: []string{"sc1:7000", "sc2:7000"}, Cluster: true}),
+	}, {
 		name: "intakes from RabbitMQ and Kafka",
 		vars: map[string]string{
 			"TOPICS": "orders,reminders",

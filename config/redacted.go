@@ -32,7 +32,8 @@ func (c Config) Redacted() map[string]string {
 // in clear.
 func (c Config) values() map[string]string {
 	m := map[string]string{}
-	maps.Copy(m, c.Redis.values())
+	maps.Copy(m, c.Redis.values("REDIS_"))
+	maps.Copy(m, c.RedisSink.Redis.values("SINK_REDIS_"))
 	maps.Copy(m, c.brokerValues())
 	maps.Copy(m, c.runValues())
 	maps.Copy(m, c.Console.values())
@@ -58,20 +59,21 @@ func (c Config) values() map[string]string {
 	return m
 }
 
-func (r Redis) values() map[string]string {
+// values are r's variables, named pre+URL, pre+ADDRS, …
+func (r Redis) values(pre string) map[string]string {
 	return map[string]string{
-		"REDIS_URL":               r.URL,
-		"REDIS_ADDRS":             strings.Join(r.Addrs, ","),
-		"REDIS_CLUSTER":           strconv.FormatBool(r.Cluster),
-		"REDIS_SENTINEL_MASTER":   r.SentinelMaster,
-		"REDIS_SENTINEL_USERNAME": r.SentinelUsername,
-		"REDIS_SENTINEL_PASSWORD": r.SentinelPassword,
-		"REDIS_USERNAME":          r.Username,
-		"REDIS_PASSWORD":          r.Password,
-		"REDIS_CA_FILE":           r.TLS.CAFile,
-		"REDIS_CERT_FILE":         r.TLS.CertFile,
-		"REDIS_KEY_FILE":          r.TLS.KeyFile,
-		"REDIS_TLS_INSECURE":      strconv.FormatBool(r.TLS.InsecureSkipVerify),
+		pre + "URL":               r.URL,
+		pre + "ADDRS":             strings.Join(r.Addrs, ","),
+		pre + "CLUSTER":           strconv.FormatBool(r.Cluster),
+		pre + "SENTINEL_MASTER":   r.SentinelMaster,
+		pre + "SENTINEL_USERNAME": r.SentinelUsername,
+		pre + "SENTINEL_PASSWORD": r.SentinelPassword,
+		pre + "USERNAME":          r.Username,
+		pre + "PASSWORD":          r.Password,
+		pre + "CA_FILE":           r.TLS.CAFile,
+		pre + "CERT_FILE":         r.TLS.CertFile,
+		pre + "KEY_FILE":          r.TLS.KeyFile,
+		pre + "TLS_INSECURE":      strconv.FormatBool(r.TLS.InsecureSkipVerify),
 	}
 }
 
@@ -95,7 +97,6 @@ func (c Config) brokerValues() map[string]string {
 		"KAFKA_SASL_PASSWORD":   c.Kafka.SASLPassword,
 		"KAFKA_SESSION_TIMEOUT": c.Kafka.SessionTimeout.String(),
 
-		"SINK_REDIS_URL":              c.RedisSink.Redis.URL,
 		"SINK_REDIS_MAX_MESSAGE_SIZE": strconv.Itoa(c.RedisSink.MaxMessageSize),
 	}
 }

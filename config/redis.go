@@ -26,10 +26,17 @@ const (
 // Username and Password, when set, override the URL's. Sentinels
 // authenticate with SentinelUsername and SentinelPassword alone: they are
 // separate servers, often with a password of their own.
+//
+// With Addrs the URL may be empty: it then gives no credentials, database 0
+// and no TLS but what TLS asks for.
 func (r Redis) Options() (*redis.UniversalOptions, error) {
-	u, err := redis.ParseURL(r.URL)
+	raw := r.URL
+	if raw == "" && len(r.Addrs) > 0 {
+		raw = "redis://"
+	}
+	u, err := redis.ParseURL(raw)
 	if err != nil {
-		return nil, fmt.Errorf("parse %s_REDIS_URL %s: %w", Prefix, redactURL(r.URL), redactURLError(err))
+		return nil, fmt.Errorf("parse Redis URL %s: %w", redactURL(r.URL), redactURLError(err))
 	}
 	o := urlOptions(u)
 	if r.Username != "" {

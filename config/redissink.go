@@ -2,8 +2,6 @@ package config
 
 import (
 	"strings"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Limits of the Redis stream sink's variables.
@@ -15,21 +13,23 @@ const (
 )
 
 // redisSink is the Redis of the stream sink: the daemon's own (daemon)
-// unless SINK_REDIS_URL names another.
+// unless SINK_REDIS_URL or SINK_REDIS_ADDRS names another, given by the
+// SINK_REDIS_ variables as REDIS_ ones give the daemon's.
 func (p *parser) redisSink(e *env, daemon Redis) RedisSink {
 	s := RedisSink{
 		Redis:          daemon,
 		MaxMessageSize: p.intIn("SINK_REDIS_MAX_MESSAGE_SIZE", e.SinkRedisMaxMessageSize, 1, maxSinkRedisMessageSize),
 	}
-	raw := strings.TrimSpace(e.SinkRedisURL)
-	if raw == "" {
+	v := e.redisVars("SINK_REDIS_")
+	if strings.TrimSpace(v.URL) != "" || strings.TrimSpace(v.Addrs) != "" {
+		s.Redis = p.redis("SINK_REDIS_", v)
 		return s
 	}
-	s.Redis = Redis{URL: raw}
-	if u, ok := p.url("SINK_REDIS_URL", e.SinkRedisURL, "redis", "rediss"); ok {
-		s.Redis.TLS.Enabled = u.Scheme == "rediss"
-		if _, err := redis.ParseURL(raw); err != nil {
-			p.fail("SINK_REDIS_URL", e.SinkRedisURL, strings.TrimPrefix(err.Error(), "redis: "))
+	// The daemon's Redis with its settings: one of the sink's own would be
+	// ignored, which must not look accepted.
+	for _, f := range v.set {
+		if f[0] != "URL" && f[0] != "ADDRS" {
+			p.fail("SINK_REDIS_"+f[0], f[1], "applies only to a Redis of the streams' own: set "+Prefix+"_SINK_REDIS_URL or "+Prefix+"_SINK_REDIS_ADDRS, or unset it (without them the streams are on the daemon's Redis, with its settings)")
 		}
 	}
 	return s

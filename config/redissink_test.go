@@ -4,8 +4,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 func TestLoadRedisStreamSink(t *testing.T) {
@@ -66,6 +69,64 @@ func TestLoadSinkRedisURLFromFile(t *testing.T) {
 	}
 }
 
+// The SINK_REDIS_ variables give the go-redis options of the streams' Redis
+// as the REDIS_ ones give the daemon's: a Sentinel deployment (passwords
+// from files), a Cluster given by its nodes alone, TLS from the files.
+func TestSinkRedisOptionsFollowTheTopology(t *testing.T) {
+	pki := newTestPKI(t)
+	dir := t.TempDir()
+	setEnv(t, map[string]string{
+		"TOPICS":                            "events",
+		"TOPIC_EVENTS_SINK":                 "redis",
+		"TOPIC_EVENTS_STREAM":               "events",
+		"SINK_REDIS_ADDRS":                  "127.0.0.1:26379,127.0.0.1:26380",
+		"SINK_REDIS_SENTINEL_MASTER":        "streams",
+		"SINK_REDIS_SENTINEL_PASSWORD_FILE": writeFile(t, dir, "sentinel-pw", "sentinel-Qx7\n"),
+		"SINK_REDIS_USERNAME":               "sink",
+		"SINK_REDIS_PASSWORD_FILE":          writeFile(t, dir, "pw", "node-Zr4\n"),
+		"SINK_REDIS_CA_FILE":                pki.CAFile,
+	})
+	c, err := Load()
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	o, err := c.RedisSink.Redis.Options()
+	if err != nil {
+		t.Fatalf("Options: %v", err)
+	}
+	if o.MasterName != "streams" || len(o.Addrs) != 2 || o.SentinelPassword != "sentinel-Qx7" ||
+		o.Username != "sink" || o.Password != "node-Zr4" || o.TLSConfig == nil || o.TLSConfig.RootCAs == nil {
+		t.Errorf("sentinel options: master %q addrs %v sentinel password %q user %q password %q TLS %v",
+			o.MasterName, o.Addrs, o.SentinelPassword, o.Username, o.Password, o.TLSConfig != nil)
+	}
+	if c.Redis.URL != "redis://127.0.0.1:6379/0" || len(c.Redis.Addrs) != 0 || c.Redis.Password != "" {
+		t.Errorf("the daemon's Redis took the sink's settings: %+v", c.Redis)
+	}
+	for _, name := range []string{"SINK_REDIS_PASSWORD", "SINK_REDIS_SENTINEL_PASSWORD"} {
+		if got := c.Redacted()[Prefix+"_"+name]; got != redactedText {
+			t.Errorf("Redacted %s = %q", name, got)
+		}
+	}
+
+	setEnv(t, map[string]string{
+		"TOPICS":              "events",
+		"TOPIC_EVENTS_SINK":   "redis",
+		"TOPIC_EVENTS_STREAM": "events",
+		"SINK_REDIS_ADDRS":    "127.0.0.1:7101",
+		"SINK_REDIS_CLUSTER":  "true",
+	})
+	if c, err = Load(); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if o, err = c.RedisSink.Redis.Options(); err != nil {
+		t.Fatalf("Options: %v", err)
+	}
+	// One address is a configuration endpoint: still a cluster client.
+	if !o.IsClusterMode || len(o.Addrs) != 1 || o.DB != 0 || o.TLSConfig != nil || o.Password != "" {
+		t.Errorf("cluster options: cluster %v addrs %v db %d TLS %v", o.IsClusterMode, o.Addrs, o.DB, o.TLSConfig != nil)
+	}
+}
+
 func TestLoadRejectsRedisStreamSink(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -80,6 +141,20 @@ func TestLoadRejectsRedisStreamSink(t *testing.T) {
 		{"body limit over Redis's", map[string]string{"SINK_REDIS_MAX_MESSAGE_SIZE": "536870913"}, "SINK_REDIS_MAX_MESSAGE_SIZE", "1 to 536870912"},
 		{"URL of another scheme", map[string]string{"SINK_REDIS_URL": "http://u:secret-pw@streams/"}, "SINK_REDIS_URL", "redis or rediss"},
 		{"URL option unknown", map[string]string{"SINK_REDIS_URL": "redis://u:secret-pw@streams/0?colour=red"}, "SINK_REDIS_URL", "unexpected option"},
+		// The streams' own Redis is named by SINK_REDIS_URL or SINK_REDIS_ADDRS;
+		// without them the daemon's settings apply and a sink setting would be
+		// ignored.
+		{"password without a Redis of its own", map[string]string{"SINK_REDIS_PASSWORD": "secret-pw"}, "SINK_REDIS_PASSWORD", "applies only to a Redis of the streams' own"},
+		{"cluster without a Redis of its own", map[string]string{"SINK_REDIS_CLUSTER": "true"}, "SINK_REDIS_CLUSTER", "SINK_REDIS_ADDRS"},
+		{"addrs without cluster or sentinel", map[string]string{"SINK_REDIS_ADDRS": "s1:7000"}, "SINK_REDIS_ADDRS", "needs DELAYBRIDGE_SINK_REDIS_CLUSTER=true or DELAYBRIDGE_SINK_REDIS_SENTINEL_MASTER"},
+		{"addr without a port", map[string]string{"SINK_REDIS_ADDRS": "s1", "SINK_REDIS_CLUSTER": "true"}, "SINK_REDIS_ADDRS", "not host:port"},
+		{"cluster and sentinel", map[string]string{"SINK_REDIS_ADDRS": "s1:7000", "SINK_REDIS_CLUSTER": "true", "SINK_REDIS_SENTINEL_MASTER": "m"}, "SINK_REDIS_CLUSTER", "SINK_REDIS_SENTINEL_MASTER"},
+		{"cluster flag not a bool", map[string]string{"SINK_REDIS_ADDRS": "s1:7000", "SINK_REDIS_CLUSTER": "yes", "SINK_REDIS_SENTINEL_MASTER": "m"}, "SINK_REDIS_CLUSTER", "true or false"},
+		{"sentinel password without a master", map[string]string{"SINK_REDIS_URL": "redis://streams/0", "SINK_REDIS_SENTINEL_PASSWORD": "secret-pw"}, "SINK_REDIS_SENTINEL_PASSWORD", "applies only to sentinels"},
+		{"cluster URL with a database", map[string]string{"SINK_REDIS_URL": "redis://u:secret-pw@streams/2", "SINK_REDIS_ADDRS": "s1:7000", "SINK_REDIS_CLUSTER": "true"}, "SINK_REDIS_URL", "only database 0"},
+		{"CA file missing", map[string]string{"SINK_REDIS_URL": "redis://streams/0", "SINK_REDIS_CA_FILE": "/nonexistent/ca.pem"}, "SINK_REDIS_CA_FILE", "cannot be read"},
+		{"certificate without key", map[string]string{"SINK_REDIS_URL": "redis://streams/0", "SINK_REDIS_CERT_FILE": "/nonexistent/c.pem"}, "SINK_REDIS_CERT_FILE", "needs DELAYBRIDGE_SINK_REDIS_KEY_FILE too"},
+		{"TLS insecure not a bool", map[string]string{"SINK_REDIS_URL": "redis://streams/0", "SINK_REDIS_TLS_INSECURE": "maybe"}, "SINK_REDIS_TLS_INSECURE", "true or false"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,5 +177,29 @@ func TestLoadRejectsRedisStreamSink(t *testing.T) {
 				t.Errorf("the error shows the password: %v", err)
 			}
 		})
+	}
+}
+
+// sinkRedisConfig is the default configuration of one topic, reminders, that
+// appends to the stream reminders:due on the Redis r.
+func sinkRedisConfig(t *testing.T, r Redis) Config {
+	t.Helper()
+	return Config{
+		Redis:     Redis{URL: "redis://127.0.0.1:6379/0"},
+		AMQP:      AMQP{URL: "amqp://guest:guest@127.0.0.1:5672/", MaxMessageSize: 128 << 20},
+		Kafka:     Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none", SessionTimeout: 10 * time.Second},
+		RedisSink: RedisSink{Redis: r, MaxMessageSize: 128 << 20},
+		KeyPrefix: "dq",
+		Topics: []Topic{{
+			Name: "reminders", Var: "REMINDERS", Sink: "redis", Slots: 1, Format: queue.FormatRaw,
+			RoutingKey: "reminders", KafkaTopic: "reminders", KafkaKey: "envelope", Stream: "reminders:due",
+		}},
+		BatchSize: 500, MaxInflightBatches: 2, Lease: 30 * time.Second, MaxAttempts: 10,
+		RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, PollInterval: time.Second, ShutdownTimeout: 20 * time.Second,
+		KeyspaceEvents: "auto", KeyspacePollInterval: time.Minute,
+		HTTPAddr: ":8080", LogLevel: "info", LogFormat: "json",
+		ReplicaID: defaultReplicaID(t), Ownership: "rendezvous", HeartbeatInterval: time.Second, HeartbeatTTL: 5 * time.Second,
+		Console: Console{Addr: "127.0.0.1:8081", SessionTTL: 12 * time.Hour},
+		API:     API{MaxRequestSize: 16 << 20},
 	}
 }
