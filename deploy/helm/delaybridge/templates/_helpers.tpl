@@ -131,6 +131,8 @@ redisSentinelPassword: REDIS_SENTINEL_PASSWORD
 amqpUrl: AMQP_URL
 kafkaSaslPassword: KAFKA_SASL_PASSWORD
 sinkRedisUrl: SINK_REDIS_URL
+sinkRedisPassword: SINK_REDIS_PASSWORD
+sinkRedisSentinelPassword: SINK_REDIS_SENTINEL_PASSWORD
 consoleToken: CONSOLE_TOKEN
 apiTokens: API_TOKENS
 {{- end -}}
