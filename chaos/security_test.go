@@ -65,8 +65,8 @@ func secret(t *testing.T) string {
 func TestRedisOverTLSWithAPrefixACLUser(t *testing.T) {
 	t.Parallel()
 	rep := report(t, "6 redis-tls-acl-user")
-	p := newPKI(t)
-	r := startTLSRedis(t, p)
+	p := e2etest.NewPKI(t)
+	r := e2etest.StartTLSRedis(t, p)
 	name := e2etest.Unique(t)
 	password := secret(t)
 	ctx := context.Background()
@@ -107,7 +107,7 @@ func TestRedisOverTLSWithAPrefixACLUser(t *testing.T) {
 	}
 
 	t.Run("the user is limited to the prefix", func(t *testing.T) {
-		u := redis.NewClient(&redis.Options{Addr: r.Addr, TLSConfig: r.clientTLS(t), Username: "delaybridge", Password: password})
+		u := redis.NewClient(&redis.Options{Addr: r.Addr, TLSConfig: r.ClientTLS(t), Username: "delaybridge", Password: password})
 		defer u.Close()
 		if err := u.Ping(ctx).Err(); err != nil {
 			t.Fatalf("ping as the daemon's user: %v", err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,22 +59,9 @@ func startSentinelSet(t *testing.T) *sentinelSet {
 	// One sentinel, quorum 1. With requirepass it also demands a password
 	// from other sentinels (and would send its own to them); the nodes have
 	// none, so no `sentinel auth-pass` is needed.
-	s.sentinel = e2etest.StartRedisServer(t, "sentinel", redis.Options{Password: sentinelPassword}, func(port int, dir string) []string {
-		conf := filepath.Join(dir, "sentinel.conf") // sentinel rewrites it: a file of its own
-		text := strings.Join([]string{
-			"port " + strconv.Itoa(port),
-			"bind 127.0.0.1",
-			"dir " + dir,
-			"requirepass " + sentinelPassword,
-			fmt.Sprintf("sentinel monitor %s 127.0.0.1 %s 1", sentinelMaster, masterPort),
-			"sentinel down-after-milliseconds " + sentinelMaster + " 1000",
-			"sentinel failover-timeout " + sentinelMaster + " 5000",
-		}, "\n") + "\n"
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			t.Fatalf("write %s: %v", conf, err)
-		}
-		return []string{conf, "--sentinel"}
-	})
+	s.sentinel = e2etest.StartSentinel(t, sentinelMaster, s.master.Addr, sentinelPassword,
+		"sentinel down-after-milliseconds "+sentinelMaster+" 1000",
+		"sentinel failover-timeout "+sentinelMaster+" 5000")
 	s.sc = redis.NewSentinelClient(&redis.Options{Addr: s.sentinel.Addr, Password: sentinelPassword})
 	t.Cleanup(func() { _ = s.sc.Close() })
 
