@@ -28,7 +28,17 @@ func TestLoadDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	want := Config{
+	want := defaultConfig(t)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Load() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// defaultConfig is what Load returns for one topic, orders, and no other
+// variable set.
+func defaultConfig(t *testing.T) Config {
+	t.Helper()
+	return Config{
 		Redis: Redis{URL: "redis://127.0.0.1:6379/0"},
 		AMQP:  AMQP{URL: "amqp://guest:guest@127.0.0.1:5672/", MaxMessageSize: 128 << 20},
 		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none", SessionTimeout: 10 * time.Second},
@@ -62,9 +72,6 @@ func TestLoadDefaults(t *testing.T) {
 
 		Console: Console{Addr: "127.0.0.1:8081", SessionTTL: 12 * time.Hour},
 		API:     API{MaxRequestSize: 16 << 20},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Load() mismatch (-want +got):\n%s", diff)
 	}
 }
 

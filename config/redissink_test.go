@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -184,22 +183,11 @@ func TestLoadRejectsRedisStreamSink(t *testing.T) {
 // appends to the stream reminders:due on the Redis r.
 func sinkRedisConfig(t *testing.T, r Redis) Config {
 	t.Helper()
-	return Config{
-		Redis:     Redis{URL: "redis://127.0.0.1:6379/0"},
-		AMQP:      AMQP{URL: "amqp://guest:guest@127.0.0.1:5672/", MaxMessageSize: 128 << 20},
-		Kafka:     Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none", SessionTimeout: 10 * time.Second},
-		RedisSink: RedisSink{Redis: r, MaxMessageSize: 128 << 20},
-		KeyPrefix: "dq",
-		Topics: []Topic{{
-			Name: "reminders", Var: "REMINDERS", Sink: "redis", Slots: 1, Format: queue.FormatRaw,
-			RoutingKey: "reminders", KafkaTopic: "reminders", KafkaKey: "envelope", Stream: "reminders:due",
-		}},
-		BatchSize: 500, MaxInflightBatches: 2, Lease: 30 * time.Second, MaxAttempts: 10,
-		RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, PollInterval: time.Second, ShutdownTimeout: 20 * time.Second,
-		KeyspaceEvents: "auto", KeyspacePollInterval: time.Minute,
-		HTTPAddr: ":8080", LogLevel: "info", LogFormat: "json",
-		ReplicaID: defaultReplicaID(t), Ownership: "rendezvous", HeartbeatInterval: time.Second, HeartbeatTTL: 5 * time.Second,
-		Console: Console{Addr: "127.0.0.1:8081", SessionTTL: 12 * time.Hour},
-		API:     API{MaxRequestSize: 16 << 20},
-	}
+	c := defaultConfig(t)
+	c.RedisSink.Redis = r
+	c.Topics = []Topic{{
+		Name: "reminders", Var: "REMINDERS", Sink: "redis", Slots: 1, Format: queue.FormatRaw,
+		RoutingKey: "reminders", KafkaTopic: "reminders", KafkaKey: "envelope", Stream: "reminders:due",
+	}}
+	return c
 }
