@@ -49,8 +49,8 @@ func (e *env) redisVars(pre string) redisVars {
 }
 
 // redis parses the variables v of one Redis, named pre+URL, pre+ADDRS, …
-// A URL may be empty with ADDRS: it then only would have given the
-// database, credentials and TLS.
+// With ADDRS the URL may be empty: it would give only the database,
+// credentials and TLS.
 func (p *parser) redis(pre string, v redisVars) Redis {
 	r := Redis{
 		URL:              strings.TrimSpace(v.URL),
