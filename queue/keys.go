@@ -57,6 +57,9 @@ type SlotKeys struct {
 	// Index is the prefix of the id index of envelope topics: idBuckets
 	// HASHes "<Index>:<n>", id → score (see idsLua in scripts.go).
 	Index string
+	// Recur is HASH recurrence id → its version, next tick, last delivered
+	// tick, spec, zone and message (see recurLua in recur.go).
+	Recur string
 }
 
 // idBuckets is how many HASHes the id index of one slot spreads over: each
@@ -132,6 +135,7 @@ func (t Topic) Keys(slot int) SlotKeys {
 		IDs:          base + ":ids",
 		Paused:       base + ":paused",
 		Index:        base + ":idx",
+		Recur:        base + ":recur",
 	}
 }
 
