@@ -231,21 +231,28 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 	for o, n := range st.failed {
 		s.f.m.Failures.WithLabelValues(s.topic.Name, o.String()).Add(float64(n))
 	}
-	s.ack(ctx, st.acks, st.ackIDs)
+	now := time.Now().Add(group[len(group)-1].b.skew) // Redis's clock
+	s.ack(ctx, st.acks, st.ackIDs, now)
 	s.release(ctx, st.releases, st.unsent, st.blocked)
+	s.settleTicks(ctx, failedTicks(st.failures), false, now)
 	s.retry(ctx, st.failures, st.noDestination)
 }
 
 // ack forgets confirmed members; ids are their envelope ids, decoded by
-// prepare (nil on raw topics).
-func (s *scanner) ack(ctx context.Context, members, ids []string) {
+// prepare (nil on raw topics). Recurrences' ticks among them write their
+// next tick as they go (settleTicks; now is Redis's time).
+func (s *scanner) ack(ctx context.Context, members, ids []string, now time.Time) {
 	if len(members) == 0 {
 		return
 	}
-	s.redisRetry(ctx, "ack", func(c context.Context) error {
-		_, err := s.f.q.AckIDs(c, s.topic.Topic, s.slot, members, ids)
-		return err
-	})
+	plain, plainIDs, ticks := splitTicks(members, ids)
+	if len(plain) > 0 {
+		s.redisRetry(ctx, "ack", func(c context.Context) error {
+			_, err := s.f.q.AckIDs(c, s.topic.Topic, s.slot, plain, plainIDs)
+			return err
+		})
+	}
+	s.settleTicks(ctx, ticks, true, now)
 	s.f.m.Published.WithLabelValues(s.topic.Name).Add(float64(len(members)))
 }
 
