@@ -70,3 +70,23 @@ func TestRecurCommandUsageErrorsExitTwo(t *testing.T) {
 		t.Errorf("recur --help: exit %d, %q", code, out)
 	}
 }
+
+func TestStatsCountsRecurrences(t *testing.T) {
+	e := newCLIEnv(t)
+	e.mustRun("", "recur", "set", "orders", "a", "@daily", "x")
+	e.mustRun("", "recur", "set", "orders", "b", "@hourly", "x")
+	if out := e.mustRun("", "stats"); !strings.Contains(out, "recurring (delaybridge recur ls TOPIC): orders 2") {
+		t.Errorf("stats printed:\n%s", out)
+	}
+	var res struct {
+		Topics []struct {
+			Total struct {
+				Recurring int64 `json:"recurring"`
+			} `json:"total"`
+		} `json:"topics"`
+	}
+	out := e.mustRun("", "stats", "--json", "orders")
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Topics) != 1 || res.Topics[0].Total.Recurring != 2 {
+		t.Errorf("stats --json: %v\n%s", err, out)
+	}
+}
