@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // A recurrence is a message delivered at every tick of a schedule. It lives
@@ -126,7 +128,11 @@ func (q *Queue) setRecurrence(ctx context.Context, t Topic, r Recurrence, now ti
 	if err != nil {
 		return time.Time{}, fmt.Errorf("set recurrence %q of %s: %w", r.ID, t.Name, err)
 	}
-	slot := t.SlotOfID(r.ID)
+	cands := t.slotCandidates([]byte(r.ID))
+	if _, err := q.removeRecurrence(ctx, t, r.ID, cands[1:]); err != nil {
+		return time.Time{}, fmt.Errorf("set recurrence %q: %w", r.ID, err)
+	}
+	slot := cands[0]
 	channel, prefix := t.wakeArgs(slot)
 	k := t.Keys(slot)
 	at := strconv.FormatInt(first.UnixMilli(), 10)
@@ -184,17 +190,43 @@ return 1
 `)
 
 // RemoveRecurrence deletes recurrence id of t and its waiting tick. ok is
-// false when there was none.
+// false when there was none. After a resize the recurrence may live in the
+// slot an older slot count gave its id: it is removed from there too (see
+// resize.go).
 func (q *Queue) RemoveRecurrence(ctx context.Context, t Topic, id string) (ok bool, err error) {
 	if err := CheckID(id); err != nil {
 		return false, fmt.Errorf("remove recurrence of %s: %w", t.Name, err)
 	}
-	k := t.Keys(t.SlotOfID(id))
-	n, err := recurRemoveScript.Run(ctx, q.rdb, slotKeys(k), id).Int()
-	if err != nil {
-		return false, fmt.Errorf("remove recurrence %q in %s: %w", id, k.Recur, err)
+	return q.removeRecurrence(ctx, t, id, t.slotCandidates([]byte(id)))
+}
+
+// removeRecurrence removes recurrence id from those of slots that hold it:
+// one pipelined HEXISTS over them all, then the script where it is.
+func (q *Queue) removeRecurrence(ctx context.Context, t Topic, id string, slots []int) (bool, error) {
+	if len(slots) == 0 {
+		return false, nil
 	}
-	return n == 1, nil
+	pipe := q.rdb.Pipeline()
+	found := make([]*redis.BoolCmd, len(slots))
+	for i, slot := range slots {
+		found[i] = pipe.HExists(ctx, t.Keys(slot).Recur, id)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return false, fmt.Errorf("find recurrence %q of %s: %w", id, t.Name, err)
+	}
+	ok := false
+	for i, slot := range slots {
+		if !found[i].Val() {
+			continue
+		}
+		k := t.Keys(slot)
+		n, err := recurRemoveScript.Run(ctx, q.rdb, slotKeys(k), id).Int()
+		if err != nil {
+			return ok, fmt.Errorf("remove recurrence %q in %s: %w", id, k.Recur, err)
+		}
+		ok = ok || n == 1
+	}
+	return ok, nil
 }
 
 // Recurrences lists the recurrences of t, by id.

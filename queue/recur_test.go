@@ -223,3 +223,36 @@ func TestFailedTickAdvancesOnceAndDeadTickKeepsTheRecurrence(t *testing.T) {
 		t.Errorf("dead set holds %d, want the dead tick", n)
 	}
 }
+
+// After a resize, setting a recurrence again moves it to its new slot (one
+// tick, not two), and remove finds it in the slot of the old count.
+func TestRecurrenceAfterAResizeIsMovedOrRemovedNotDoubled(t *testing.T) {
+	f := newFixture(t, FormatRaw, 1)
+	id := "r0"
+	for i := 0; (Topic{Slots: 8}).SlotOfID(id) == 0; i++ {
+		id = "r" + string(rune('a'+i))
+	}
+	r := digest()
+	r.ID = id
+	if _, err := f.q.SetRecurrence(f.ctx, f.tp, r); err != nil {
+		t.Fatal(err)
+	}
+	big := f.tp
+	big.Slots = 8
+	ticks := func() int {
+		n := 0
+		for slot := range 8 {
+			n += len(f.schedTicks(slot))
+		}
+		return n
+	}
+	if _, err := f.q.SetRecurrence(f.ctx, big, r); err != nil {
+		t.Fatal(err)
+	}
+	if rs, _ := f.q.Recurrences(f.ctx, big); len(rs) != 1 || rs[0].Slot != big.SlotOfID(id) || ticks() != 1 {
+		t.Errorf("after set with 8 slots: %+v, %d ticks", rs, ticks())
+	}
+	if ok, err := f.q.RemoveRecurrence(f.ctx, f.tp, id); !ok || err != nil || ticks() != 0 {
+		t.Errorf("remove with 1 slot: %v, %v, %d ticks left", ok, err, ticks())
+	}
+}
