@@ -25,8 +25,8 @@ one tick.
 set creates the recurrence, or replaces the one of the same ID (its waiting
 tick is dropped; the new one ticks from now). The body is BODY, or standard
 input when BODY is absent or "-". Headers and the routing key work on raw
-topics too. rm stops it: no tick due later than the moment rm returns is
-delivered, except one already being published. ls lists them with the next
+topics too. rm stops it: a tick a daemon claimed already (up to 100 ms before
+it falls due) is still delivered, no later one. ls lists them with the next
 tick and the last delivered one.
 
 Missed ticks are not replayed: after a gap (broker down, topic paused), one
