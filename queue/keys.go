@@ -169,8 +169,14 @@ func Slot(member []byte, slots int) int {
 
 // SlotOf returns the slot of a member of t: from its bytes on raw topics, from
 // its id on envelope topics (a member that is not a valid envelope falls back
-// to its bytes; Locate reports the error instead).
+// to its bytes; Locate reports the error instead). A recurrence's tick is in
+// the slot of the recurrence's id, on either format.
 func (t Topic) SlotOf(member []byte) int {
+	if IsTick(string(member)) {
+		if tk, err := parseTick(string(member)); err == nil {
+			return t.SlotOfID(tk.id)
+		}
+	}
 	if t.envelope() {
 		if id, err := EnvelopeID(member); err == nil {
 			return t.SlotOfID(id)

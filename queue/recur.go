@@ -137,7 +137,7 @@ func (q *Queue) setRecurrence(ctx context.Context, t Topic, r Recurrence, now ti
 	k := t.Keys(slot)
 	at := strconv.FormatInt(first.UnixMilli(), 10)
 	if err := recurSetScript.Run(ctx, q.rdb, slotKeys(k), r.ID, ver, at, rest, channel, prefix).Err(); err != nil {
-		return time.Time{}, fmt.Errorf("set recurrence %q in %s: %w", r.ID, k.Recur, err)
+		return time.Time{}, fmt.Errorf("set recurrence %q in %s: %w", r.ID, k.Recur, full(err))
 	}
 	return time.UnixMilli(first.UnixMilli()), nil
 }

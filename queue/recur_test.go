@@ -256,3 +256,16 @@ func TestRecurrenceAfterAResizeIsMovedOrRemovedNotDoubled(t *testing.T) {
 		t.Errorf("remove with 1 slot: %v, %v, %d ticks left", ok, err, ticks())
 	}
 }
+
+func TestTickMemberIsInItsRecurrencesSlot(t *testing.T) {
+	f := newFixture(t, FormatRaw, 8)
+	f.setPast(digest(), 2*time.Second)
+	slot := f.tp.SlotOfID("digest")
+	for m := range f.schedTicks(slot) {
+		if got := f.tp.SlotOf([]byte(m)); got != slot {
+			t.Errorf("SlotOf(tick) = %d, want %d", got, slot)
+		}
+		return
+	}
+	t.Fatal("no tick scheduled")
+}
