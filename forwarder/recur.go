@@ -10,8 +10,8 @@ import (
 // A recurrence's tick (queue.IsTick) is claimed, published, retried and
 // dead-lettered like any message. Settling it differs in one step: the
 // script that acknowledges it also writes the recurrence's next tick, and a
-// tick the broker refused writes its next tick before it is retried, so a
-// dead tick never stops its recurrence. Next ticks are computed here, from
+// tick that dies writes its next tick first, so a dead tick never stops its
+// recurrence. Next ticks are computed here, from
 // the tick and Redis's time at settlement (the gap rule: see
 // queue.Schedule.Next).
 
@@ -40,20 +40,51 @@ func splitTicks(members, ids []string) (plain, plainIDs, ticks []string) {
 	return plain, plainIDs, ticks
 }
 
-// failedTicks are the ticks among failures.
-func failedTicks(failures []queue.Failure) []string {
+// finalTicks are the ticks of group whose failure dead-letters them: a
+// permanent refusal, an undecodable tick, or the last of maxAttempts. Their
+// next tick is written before their death is, so a crash in between leaves
+// the tick in flight (delivered again after its lease, its successor
+// already written): never a recurrence without a tick. A tick that will be
+// retried holds its recurrence until it is delivered or dies, like a gap.
+func finalTicks(group []*delivery, maxAttempts int) []string {
 	var ticks []string
-	for _, f := range failures {
-		if queue.IsTick(f.Member) {
-			ticks = append(ticks, f.Member)
+	for _, d := range group {
+		for _, f := range d.failures {
+			if queue.IsTick(f.Member) {
+				ticks = append(ticks, f.Member)
+			}
+		}
+		if d.unsent {
+			continue
+		}
+		for i, e := range d.results {
+			if e == nil || !queue.IsTick(d.members[i]) {
+				continue
+			}
+			if o := outcomeOf(e); o == outcomePermanent || (!o.lost() && d.msgs[i].Attempt >= maxAttempts) {
+				ticks = append(ticks, d.members[i])
+			}
+		}
+	}
+	return ticks
+}
+
+// deadTicks are the ticks among failures that outs says died: advanced
+// again after the fact (a no-op for those finalTicks advanced), in case one
+// had failed more often than its claim said.
+func deadTicks(failures []queue.Failure, outs []queue.Outcome) []string {
+	var ticks []string
+	for i, out := range outs {
+		if out == queue.Dead && queue.IsTick(failures[i].Member) {
+			ticks = append(ticks, failures[i].Member)
 		}
 	}
 	return ticks
 }
 
 // settleTicks writes the next tick of each of ticks: acking them when the
-// broker confirmed them, else only advancing them (their retry or death is
-// recorded after). now is Redis's time.
+// broker confirmed them, else only advancing them (their death is recorded
+// after). now is Redis's time.
 func (s *scanner) settleTicks(ctx context.Context, ticks []string, confirmed bool, now time.Time) {
 	if len(ticks) == 0 {
 		return

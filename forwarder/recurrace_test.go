@@ -98,3 +98,45 @@ func TestDeadTickDoesNotStopTheRecurrence(t *testing.T) {
 		t.Errorf("dead set holds %d, want the 2 refused ticks", n)
 	}
 }
+
+// A tick the broker refuses is retried while its recurrence waits (one tick
+// per recurrence, always); when its last attempt fails it dies and the
+// recurrence goes on.
+func TestRetriedTickHoldsItsRecurrenceAndItsDeathReleasesIt(t *testing.T) {
+	q, prefix := testRedis(t)
+	topic := queue.Topic{Name: "nacked", Prefix: prefix}
+	sink := newRecordSink()
+	refused := 0
+	sink.set(func(s *recordSink) {
+		s.fail = func(m sinks.Message) error {
+			if refused < 2 {
+				refused++
+				return errors.New("nack")
+			}
+			return nil
+		}
+	})
+	start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, ReplicaID: "r0",
+		MaxAttempts: 2, RetryBackoff: 1500 * time.Millisecond})
+	r := queue.Recurrence{ID: "r", Spec: "@every 1s", Message: queue.Message{Body: []byte("tick")}}
+	if _, err := q.SetRecurrence(context.Background(), topic, r); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(sink.published()) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("no two ticks delivered after the refused one died")
+		}
+		if n := waitingTicks(t, q, topic); n > 1 {
+			t.Fatalf("%d ticks waiting while one retries, want 1", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	got := sink.published()
+	if d := got[1].msg.Due.Sub(got[0].msg.Due); d != time.Second {
+		t.Errorf("delivered ticks %s apart, want 1s", d)
+	}
+	if n, _ := q.Client().ZCard(context.Background(), topic.Keys(0).Dead).Result(); n != 1 {
+		t.Errorf("dead set holds %d, want the tick that failed twice", n)
+	}
+}

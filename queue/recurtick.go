@@ -129,8 +129,8 @@ type TickSettlement struct {
 // is the time the ticks were settled (Redis's clock): each next tick is the
 // first of its schedule after both the tick and now, so after a gap the
 // recurrence delivers one tick from inside it and continues on schedule. A
-// failed tick (confirmed false) is advanced before it is retried or
-// dead-lettered, so whatever becomes of it, its recurrence goes on.
+// tick that failed for good (confirmed false) is advanced before it is
+// dead-lettered, so its recurrence goes on.
 func (q *Queue) SettleTicks(ctx context.Context, t Topic, slot int, members []string, confirmed bool, now time.Time) (TickSettlement, error) {
 	var st TickSettlement
 	if len(members) == 0 {

@@ -29,8 +29,9 @@ topics too. rm stops it: a tick a daemon claimed already (up to 100 ms before
 it falls due) is still delivered, no later one. ls lists them with the next
 tick and the last delivered one.
 
-Missed ticks are not replayed: after a gap (broker down, topic paused), one
-tick from inside it is delivered, then the schedule continues. A local time
+Missed ticks are not replayed: after a gap (broker down, topic paused, a tick
+waiting to be retried), one tick from inside it is delivered, then the
+schedule continues. A tick that dies does not stop its recurrence. A local time
 that daylight saving skips fires once at the end of the gap; one it repeats
 fires once, at its first occurrence.
 
