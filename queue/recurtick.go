@@ -85,11 +85,12 @@ const tickArgs = 5
 // tick's version and names this tick as its next, the next tick is
 // scheduled and named: a duplicate, an ack after a remove or a replace, or
 // a tick whose failure advanced it already writes nothing. A confirmed tick
-// later than the last delivered one becomes the last. Returns, per tick, 1
-// when it wrote the next tick, else 0.
+// later than the last delivered one becomes the last. One wake-up names the
+// earliest next tick written. Returns, per tick, 1 when it wrote the next
+// tick, else 0.
 var tickScript = drainScript(nowLua, scoreLua, forgetLua, recurLua, fmt.Sprintf("local step = %d\n", tickArgs), `
 local acking = ARGV[1] == '1'
-local out = {}
+local out, earliest = {}, nil
 for i = 4, #ARGV, step do
   local m, id, ver, at, nxt = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   if acking and redis.call('ZREM', inflight, m) == 1 then forget(m) end
@@ -102,7 +103,7 @@ for i = 4, #ARGV, step do
     if cnext == at then
       if nxt ~= '' then
         redis.call('ZADD', sched, nxt, tick_member(ver, nxt, rest))
-        wake(ARGV[2], ARGV[3], nxt)
+        if not earliest or tonumber(nxt) < tonumber(earliest) then earliest = nxt end
       end
       cnext, r = nxt, 1
     end
@@ -112,6 +113,7 @@ for i = 4, #ARGV, step do
   end
   out[#out + 1] = r
 end
+if earliest then wake(ARGV[2], ARGV[3], earliest) end
 return out
 `)
 
