@@ -2,6 +2,8 @@ package forwarder
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"sort"
 	"strings"
@@ -143,14 +145,25 @@ var recurrenceSpecs = map[string]string{"every1s": "@every 1s", "every2s": "@eve
 
 var recurrencePeriods = map[string]time.Duration{"every1s": time.Second, "every2s": 2 * time.Second, "cron3s": 3 * time.Second}
 
+// extraEvery1s is how many "@every 1s" recurrences run beside the three of
+// the issue, so the lateness p99 is a percentile: over the three alone (37
+// ticks in 20 s) it is the maximum, and one stall of a loaded machine (one
+// tick 279 ms late, measured with -race beside the whole suite) decides it.
+const extraEvery1s = 12
+
 func TestRecurrencesDeliverEveryTickOnceOnScheduleAndRemoveStopsThem(t *testing.T) {
 	q, prefix := testRedis(t)
 	c := consumeTicks(t, prefix)
 	topic, _ := recurring(t, q, prefix, c.url, prefix)
+	specs, periods := maps.Clone(recurrenceSpecs), maps.Clone(recurrencePeriods)
+	for i := range extraEvery1s {
+		id := fmt.Sprintf("extra%d", i)
+		specs[id], periods[id] = "@every 1s", time.Second
+	}
 	begin := time.Now()
-	setRecurrences(t, q, topic, recurrenceSpecs)
+	setRecurrences(t, q, topic, specs)
 	time.Sleep(20 * time.Second)
-	for id := range recurrenceSpecs {
+	for id := range specs {
 		if ok, err := q.RemoveRecurrence(context.Background(), topic, id); !ok || err != nil {
 			t.Fatalf("remove %s: %v, %v", id, ok, err)
 		}
@@ -163,7 +176,7 @@ func TestRecurrencesDeliverEveryTickOnceOnScheduleAndRemoveStopsThem(t *testing.
 		t.Errorf("%d ticks delivered twice", dups)
 	}
 	var lateness []time.Duration
-	for id, period := range recurrencePeriods {
+	for id, period := range periods {
 		ds := per[id]
 		if want := int(20*time.Second/period) - 1; len(ds) < want {
 			t.Errorf("%s: %d ticks in 20 s, want at least %d", id, len(ds), want)
@@ -188,8 +201,8 @@ func TestRecurrencesDeliverEveryTickOnceOnScheduleAndRemoveStopsThem(t *testing.
 			t.Errorf("%s: first tick %s after set", id, ds[0].due.Sub(begin))
 		}
 	}
-	p := p99(lateness)
-	t.Logf("%d ticks, lateness p99 %s, max %s", len(lateness), p, lateness[len(lateness)-1])
+	p := p99(lateness) // sorts lateness
+	t.Logf("%d ticks, lateness p50 %s, p99 %s, max %s", len(lateness), lateness[len(lateness)/2], p, lateness[len(lateness)-1])
 	if p > 50*time.Millisecond {
 		t.Errorf("lateness p99 %s, want at most 50 ms", p)
 	}
