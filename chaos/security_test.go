@@ -31,7 +31,9 @@ var daemonCommands = []string{
 	"time", "zadd", "zrem", "zrange", "zrangebyscore", "zremrangebyrank", "zremrangebyscore",
 	"zscore", "zmscore", "zcard", "zcount", "hset", "hget", "hmget", "hdel", "hincrby", "hlen", "hscan",
 	"hkeys", "hrandfield", // the stats script's retrying count (bounded: HKEYS only of a small hash)
-	"scan", // the search for stranded slots
+	"scan",                                     // the search for stranded slots
+	"exists",                                   // ack: does the slot still have the old :ids hash
+	"zrevrange", "zrevrangebyscore", "pexpire", // the rate limiter; the latest due time
 }
 
 // daemonACL creates user with only the daemon's keys, channel and commands.

@@ -128,8 +128,8 @@ func (q *Queue) KeyEvents(ctx context.Context, patterns []string) <-chan KeyEven
 // *redis.Subscription and is relayed as Subscribed.
 func (q *Queue) relayKeyEvents(ctx context.Context, patterns []string, out chan<- KeyEvent) (confirmed bool) {
 	ps := q.rdb.PSubscribe(ctx, patterns...)
-	defer ps.Close()
 	ch := ps.ChannelWithSubscriptions()
+	defer closeDrained(ps, ch)
 	for {
 		var ev KeyEvent
 		select {
@@ -160,5 +160,15 @@ func (q *Queue) relayKeyEvents(ctx context.Context, patterns []string, out chan<
 		case <-ctx.Done():
 			return confirmed
 		}
+	}
+}
+
+// closeDrained closes a subscription and reads its channel until go-redis
+// closes it. go-redis's relay goroutine may be blocked handing over a
+// message nobody reads any more; it gives up only after the channel's send
+// timeout (a minute), so without the drain it outlives its subscriber.
+func closeDrained[T any](ps *redis.PubSub, ch <-chan T) {
+	_ = ps.Close()
+	for range ch {
 	}
 }

@@ -1,6 +1,10 @@
 package queue
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Every script of one topic×slot takes the same KEYS in the same order,
 // built by slotKeys and bound to names by slotLua, so a script reads by what
@@ -246,12 +250,12 @@ end
 
 // slotScript is a script of one slot: slotLua, then the helpers it needs,
 // then its body.
-func slotScript(parts ...string) *redis.Script {
-	src := slotLua
-	for _, p := range parts {
-		src += p
-	}
-	return redis.NewScript(src)
+func slotScript(parts ...string) *redis.Script { return shebangScript("", parts...) }
+
+// shebangScript is a slot script whose source starts with a shebang line
+// (allowOOMLua, growLua, or none).
+func shebangScript(shebang string, parts ...string) *redis.Script {
+	return redis.NewScript(shebang + slotLua + strings.Join(parts, ""))
 }
 
 // allowOOMLua, the first line of a script's source, lets it run while Redis
@@ -267,13 +271,7 @@ func slotScript(parts ...string) *redis.Script {
 const allowOOMLua = "#!lua flags=allow-oom\n"
 
 // drainScript is slotScript that runs while Redis is full (allowOOMLua).
-func drainScript(parts ...string) *redis.Script {
-	src := allowOOMLua + slotLua
-	for _, p := range parts {
-		src += p
-	}
-	return redis.NewScript(src)
-}
+func drainScript(parts ...string) *redis.Script { return shebangScript(allowOOMLua, parts...) }
 
 // growLua, the first line of a script's source, declares a script that
 // adds messages: Redis refuses it as a whole, before it runs, while it is at
@@ -284,13 +282,7 @@ func drainScript(parts ...string) *redis.Script {
 const growLua = "#!lua\n"
 
 // growScript is slotScript for the scripts that add messages (growLua).
-func growScript(parts ...string) *redis.Script {
-	src := growLua + slotLua
-	for _, p := range parts {
-		src += p
-	}
-	return redis.NewScript(src)
-}
+func growScript(parts ...string) *redis.Script { return shebangScript(growLua, parts...) }
 
 // flag is a boolean script argument.
 func flag(b bool) string {

@@ -112,8 +112,8 @@ func resubscribe[T any](ctx context.Context, relay func(context.Context, chan<- 
 // subscription's channel closes, reporting whether anything came through it.
 func (q *Queue) relayWakes(ctx context.Context, prefix string, out chan<- Wake) (relayed bool) {
 	ps := q.rdb.Subscribe(ctx, WakeChannel(prefix))
-	defer ps.Close()
 	ch := ps.Channel()
+	defer closeDrained(ps, ch)
 	for {
 		select {
 		case <-ctx.Done():

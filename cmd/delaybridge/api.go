@@ -35,15 +35,7 @@ Examples:
 
 // runAPI is `delaybridge api`.
 func runAPI(ctx context.Context, args []string, s stdio) int {
-	fs := newFlags("api", apiUsage, s)
-	pos, code, ok := parseFlags(fs, args, s)
-	if !ok {
-		return code
-	}
-	if len(pos) != 0 {
-		return badUsage(fs, s, "api takes no arguments")
-	}
-	c, code := openCLI("api", s)
+	c, code := openServer("api", apiUsage, args, s)
 	if c == nil {
 		return code
 	}

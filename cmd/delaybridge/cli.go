@@ -143,6 +143,20 @@ func usagef(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
 }
 
+// openServer opens the configuration of a command that serves until it is
+// stopped (console, api): it takes no arguments, only -h.
+func openServer(name, usage string, args []string, s stdio) (*cli, int) {
+	fs := newFlags(name, usage, s)
+	pos, code, ok := parseFlags(fs, args, s)
+	if !ok {
+		return nil, code
+	}
+	if len(pos) != 0 {
+		return nil, badUsage(fs, s, "%s takes no arguments", name)
+	}
+	return openCLI(name, s)
+}
+
 // newFlags is a FlagSet that prints nothing by itself: parseFlags prints the
 // help (usage.go) to stdout when asked, and the problem with a hint to
 // stderr.

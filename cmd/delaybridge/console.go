@@ -28,15 +28,7 @@ Examples:
 
 // runConsole is `delaybridge console`.
 func runConsole(ctx context.Context, args []string, s stdio) int {
-	fs := newFlags("console", consoleUsage, s)
-	pos, code, ok := parseFlags(fs, args, s)
-	if !ok {
-		return code
-	}
-	if len(pos) != 0 {
-		return badUsage(fs, s, "console takes no arguments")
-	}
-	c, code := openCLI("console", s)
+	c, code := openServer("console", consoleUsage, args, s)
 	if c == nil {
 		return code
 	}

@@ -27,6 +27,7 @@ type RabbitNode struct {
 	Name string // its Erlang node name, for rabbitmqctl -n
 	dir  string
 	cmd  *exec.Cmd
+	done chan struct{} // closed when rabbitmq-server has exited
 }
 
 // rabbitNodeLife bounds a node whose test never stopped it.
@@ -104,12 +105,32 @@ func (n *RabbitNode) start() error {
 	if err := n.cmd.Start(); err != nil {
 		return fmt.Errorf("start rabbitmq-server: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	n.done = make(chan struct{})
+	go func() { _ = n.cmd.Wait(); close(n.done) }()
+	return n.awaitStartup(90 * time.Second)
+}
+
+// awaitStartup waits until the node has booted. rabbitmqctl await_startup
+// fails at once (exit 69, "not running at all") while the new node has not
+// yet registered with epmd, which on a loaded machine takes seconds: it is
+// asked again until the node is up, rabbitmq-server exits, or the time is
+// spent.
+func (n *RabbitNode) awaitStartup(within time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	if _, err := n.Ctl(ctx, "await_startup", "--timeout", "90"); err != nil {
-		return err
+	for {
+		_, err := n.Ctl(ctx, "await_startup", "--timeout", strconv.Itoa(int(within.Seconds())))
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-n.done:
+			return fmt.Errorf("rabbitmq-server exited before it booted (%v): %w", n.cmd.ProcessState, err)
+		case <-ctx.Done():
+			return err
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
-	return nil
 }
 
 // Ctl runs rabbitmqctl against the node and returns its output.
@@ -123,14 +144,14 @@ func (n *RabbitNode) Ctl(ctx context.Context, args ...string) (string, error) {
 }
 
 func (n *RabbitNode) stop() {
-	if n.cmd != nil && n.cmd.Process != nil {
+	if n.done != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		_, err := n.Ctl(ctx, "stop")
 		cancel()
 		if err != nil {
 			_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
 		}
-		_ = n.cmd.Wait()
+		<-n.done
 	}
 	_ = os.RemoveAll(n.dir)
 	_ = os.Remove(filepath.Join(os.TempDir(), filepath.Base(n.dir)+".out"))
