@@ -99,6 +99,9 @@ func (s *scanner) settleTicks(ctx context.Context, ticks []string, confirmed boo
 		st, err = s.f.q.SettleTicks(c, s.topic.Topic, s.slot, ticks, confirmed, now)
 		return err
 	})
+	if !st.Earliest.IsZero() { // the next tick waits in this slot: its scanner looks again by then
+		s.f.wakes.wake(s.key, float64(st.Earliest.UnixMilli()))
+	}
 	name := s.topic.Name
 	if confirmed {
 		s.f.m.TicksDelivered.WithLabelValues(name).Add(float64(len(ticks)))

@@ -140,3 +140,30 @@ func TestRetriedTickHoldsItsRecurrenceAndItsDeathReleasesIt(t *testing.T) {
 		t.Errorf("dead set holds %d, want the tick that failed twice", n)
 	}
 }
+
+// Without keyspace notifications and with a poll far longer than the
+// period, each tick is still on time: the scanner that writes the next tick
+// wakes itself for it (no PUBLISH, which the daemon's ACL lacks).
+func TestNextTickWakesItsScannerWithoutNotifications(t *testing.T) {
+	q, prefix := testRedis(t)
+	topic := queue.Topic{Name: "polled", Prefix: prefix, Slots: 2}
+	sink := newRecordSink()
+	start(t, Options{Queue: q, Topics: []Topic{{topic, sink}}, KeyPrefix: prefix, ReplicaID: "r0",
+		KeyspaceEvents: "off", PollInterval: 10 * time.Second})
+	for _, id := range []string{"a", "b", "c"} {
+		r := queue.Recurrence{ID: id, Spec: "@every 1s", Message: queue.Message{Body: []byte(id)}}
+		if _, err := q.SetRecurrence(context.Background(), topic, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(6 * time.Second)
+	got := sink.published()
+	var worst time.Duration
+	for _, p := range got {
+		worst = max(worst, p.at.Sub(p.msg.Due))
+	}
+	t.Logf("%d ticks, latest %s late", len(got), worst)
+	if len(got) < 12 || worst > 500*time.Millisecond {
+		t.Errorf("%d ticks in 6 s, the latest %s late; want at least 12, none 500 ms late", len(got), worst)
+	}
+}

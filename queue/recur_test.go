@@ -129,8 +129,8 @@ func TestTickAckWritesExactlyOneNextTick(t *testing.T) {
 	first := f.setPast(digest(), 2*time.Second)
 	m := members(f.claim(0, 10, time.Minute))
 	st := f.settle(0, m, true, first.Add(5*time.Millisecond))
-	if st.Advanced != 1 || st.Skipped != 0 {
-		t.Errorf("settle = %+v, want 1 advanced, 0 skipped", st)
+	if st.Advanced != 1 || st.Skipped != 0 || !st.Earliest.Equal(first.Add(time.Second)) {
+		t.Errorf("settle = %+v, want 1 advanced, 0 skipped, the next tick a second on", st)
 	}
 	st = f.settle(0, m, true, first.Add(7*time.Millisecond))
 	if st.Advanced != 0 {

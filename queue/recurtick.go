@@ -75,8 +75,6 @@ const tickArgs = 5
 //
 // KEYS    -> slotKeys
 // ARGV[1] -> "1": the ticks were confirmed (ack them); "0": they failed
-// ARGV[2] -> wake channel ("" publishes nothing)
-// ARGV[3] -> wake payload before the score
 // then per tick, tickArgs values: member, recurrence id, version, tick (ms),
 // next tick (ms; "" when the spec never matches again)
 //
@@ -85,13 +83,14 @@ const tickArgs = 5
 // tick's version and names this tick as its next, the next tick is
 // scheduled and named: a duplicate, an ack after a remove or a replace, or
 // a tick whose failure advanced it already writes nothing. A confirmed tick
-// later than the last delivered one becomes the last. One wake-up names the
-// earliest next tick written. Returns, per tick, 1 when it wrote the next
-// tick, else 0.
-var tickScript = drainScript(nowLua, scoreLua, forgetLua, recurLua, fmt.Sprintf("local step = %d\n", tickArgs), `
+// later than the last delivered one becomes the last. It publishes no
+// wake-up: the daemon that runs it scans the slot and wakes its own scanner
+// (TickSettlement.Earliest), so its Redis user needs no PUBLISH. Returns,
+// per tick, 1 when it wrote the next tick, else 0.
+var tickScript = drainScript(forgetLua, recurLua, fmt.Sprintf("local step = %d\n", tickArgs), `
 local acking = ARGV[1] == '1'
-local out, earliest = {}, nil
-for i = 4, #ARGV, step do
+local out = {}
+for i = 2, #ARGV, step do
   local m, id, ver, at, nxt = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   if acking and redis.call('ZREM', inflight, m) == 1 then forget(m) end
   local r, v = 0, redis.call('HGET', recur, id)
@@ -103,7 +102,6 @@ for i = 4, #ARGV, step do
     if cnext == at then
       if nxt ~= '' then
         redis.call('ZADD', sched, nxt, tick_member(ver, nxt, rest))
-        if not earliest or tonumber(nxt) < tonumber(earliest) then earliest = nxt end
       end
       cnext, r = nxt, 1
     end
@@ -113,7 +111,6 @@ for i = 4, #ARGV, step do
   end
   out[#out + 1] = r
 end
-if earliest then wake(ARGV[2], ARGV[3], earliest) end
 return out
 `)
 
@@ -124,6 +121,8 @@ type TickSettlement struct {
 	// Skipped is how many ticks those next ticks passed over: ticks that
 	// fell due while nothing could deliver them (the gap rule).
 	Skipped int
+	// Earliest is the earliest next tick written (zero if none).
+	Earliest time.Time
 }
 
 // SettleTicks writes the next tick of each of members, ticks of slot of t
@@ -138,9 +137,8 @@ func (q *Queue) SettleTicks(ctx context.Context, t Topic, slot int, members []st
 	if len(members) == 0 {
 		return st, nil
 	}
-	channel, prefix := t.wakeArgs(slot)
-	args := make([]any, 0, 3+tickArgs*len(members))
-	args = append(args, flag(confirmed), channel, prefix)
+	args := make([]any, 0, 1+tickArgs*len(members))
+	args = append(args, flag(confirmed))
 	skipped := make([]int, 0, len(members))
 	schedules := map[[2]string]Schedule{}
 	for _, m := range members {
@@ -154,9 +152,14 @@ func (q *Queue) SettleTicks(ctx context.Context, t Topic, slot int, members []st
 		return st, fmt.Errorf("settle %d ticks in %s: %w", len(members), k.Recur, err)
 	}
 	for i, r := range res {
-		if r == 1 && i < len(skipped) {
-			st.Advanced++
-			st.Skipped += skipped[i]
+		if r != 1 || i >= len(skipped) {
+			continue
+		}
+		st.Advanced++
+		st.Skipped += skipped[i]
+		next, _ := args[1+tickArgs*i+4].(string)
+		if ms, err := strconv.ParseInt(next, 10, 64); err == nil && (st.Earliest.IsZero() || ms < st.Earliest.UnixMilli()) {
+			st.Earliest = time.UnixMilli(ms)
 		}
 	}
 	return st, nil
