@@ -231,14 +231,18 @@ func (q *Queue) removeRecurrence(ctx context.Context, t Topic, id string, slots 
 
 // Recurrences lists the recurrences of t, by id.
 func (q *Queue) Recurrences(ctx context.Context, t Topic) ([]RecurrenceInfo, error) {
+	pipe := q.rdb.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, t.SlotCount())
+	for slot := range cmds {
+		cmds[slot] = pipe.HGetAll(ctx, t.Keys(slot).Recur)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("list recurrences of %s: %w", t.Name, err)
+	}
 	var out []RecurrenceInfo
-	for slot := range t.SlotCount() {
+	for slot, cmd := range cmds {
 		k := t.Keys(slot)
-		all, err := q.rdb.HGetAll(ctx, k.Recur).Result()
-		if err != nil {
-			return nil, fmt.Errorf("list recurrences in %s: %w", k.Recur, err)
-		}
-		for id, v := range all {
+		for id, v := range cmd.Val() {
 			info, err := parseRecurrence(id, v)
 			if err != nil {
 				return nil, fmt.Errorf("list recurrences in %s: %w", k.Recur, err)

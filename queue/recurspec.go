@@ -98,9 +98,14 @@ func loadZone(tz string) (*time.Location, error) {
 	return loc, nil
 }
 
-// maxScan bounds the wall-clock matches Next walks past before it gives up
-// (a spec that matches only instants that never come, like 30 February).
+// maxScan bounds the wall-clock matches after walks past before it gives
+// up (a spec that matches only instants that never come, like 30 February).
 const maxScan = 100000
+
+// maxSkipped bounds the ticks Next counts one by one after a gap of a cron
+// spec (a gap of days in a per-second spec); past it, it jumps to the first
+// tick after now and reports maxSkipped.
+const maxSkipped = 10000
 
 // First is the first tick of a recurrence created at now: for "@every D",
 // now rounded down to the second plus D (so "@every 1s" ticks on whole
@@ -116,7 +121,8 @@ func (s Schedule) First(now time.Time) (time.Time, bool) {
 // Next is the tick after tick, delivered at now: the first tick of the
 // schedule later than both (the gap rule: the ticks between tick and now
 // were missed and are not replayed). skipped counts them, up to maxScan. ok
-// is false when the spec never matches again.
+// is false when the spec never matches again. Skipped ticks of a cron spec
+// are counted up to maxSkipped.
 func (s Schedule) Next(tick, now time.Time) (next time.Time, skipped int, ok bool) {
 	if s.every > 0 {
 		k := int64(1)
@@ -126,7 +132,7 @@ func (s Schedule) Next(tick, now time.Time) (next time.Time, skipped int, ok boo
 		return tick.Add(time.Duration(k) * s.every), int(k - 1), true
 	}
 	next, ok = s.after(tick)
-	for ok && !next.After(now) && skipped < maxScan {
+	for ok && !next.After(now) && skipped < maxSkipped {
 		skipped++
 		next, ok = s.after(next)
 	}

@@ -196,3 +196,18 @@ func TestSecondsFieldAndDescriptors(t *testing.T) {
 		}
 	}
 }
+
+// A per-second cron spec after a day-long gap: the count stops at
+// maxSkipped, and the next tick is still the first after now.
+func TestLongGapOfAFastCronSpecIsBounded(t *testing.T) {
+	s, err := ParseSpec("* * * * * *", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := tick.Add(24*time.Hour + 300*time.Millisecond)
+	next, skipped, ok := s.Next(tick, now)
+	if want := tick.Add(24*time.Hour + time.Second); !ok || !next.Equal(want) || skipped != maxSkipped {
+		t.Errorf("Next = %s, skipped %d, ok %v; want %s, %d", next, skipped, ok, want, maxSkipped)
+	}
+}
