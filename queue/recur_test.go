@@ -269,3 +269,24 @@ func TestTickMemberIsInItsRecurrencesSlot(t *testing.T) {
 	}
 	t.Fatal("no tick scheduled")
 }
+
+// A tick that failed once and is then confirmed leaves no attempts or reason
+// behind.
+func TestRetriedTickAckForgetsItsRecords(t *testing.T) {
+	f := newFixture(t, FormatRaw, 1)
+	first := f.setPast(digest(), 2*time.Second)
+	m := members(f.claim(0, 10, time.Minute))
+	if out, err := f.q.Retry(f.ctx, f.tp, 0, Failure{Member: m[0], Reason: "nack"}, 5); err != nil || out != Retrying {
+		t.Fatalf("Retry = %v, %v", out, err)
+	}
+	m = members(f.claim(0, 10, time.Minute))
+	if st := f.settle(0, m, true, first.Add(time.Millisecond)); st.Advanced != 1 {
+		t.Errorf("ack advanced %d, want 1", st.Advanced)
+	}
+	k := f.tp.Keys(0)
+	for _, key := range []string{k.Attempts, k.DeadReason, k.Due} {
+		if n, _ := f.rdb.HLen(f.ctx, key).Result(); n != 0 {
+			t.Errorf("%s holds %d records after the ack", key, n)
+		}
+	}
+}

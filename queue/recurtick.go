@@ -79,7 +79,8 @@ const tickArgs = 5
 // next tick (ms; "" when the spec never matches again)
 //
 // A confirmed tick leaves the in-flight set (when it is still there) and its
-// records go, as with Ack. Then, only when the recurrence exists in the
+// records go, as with Ack (attempts and reasons only while the slot has
+// failed messages at all: one HLEN, not three commands a tick). Then, only when the recurrence exists in the
 // tick's version and names this tick as its next, the next tick is
 // scheduled and named: a duplicate, an ack after a remove or a replace, or
 // a tick whose failure advanced it already writes nothing. A confirmed tick
@@ -89,10 +90,13 @@ const tickArgs = 5
 // per tick, 1 when it wrote the next tick, else 0.
 var tickScript = drainScript(forgetLua, recurLua, fmt.Sprintf("local step = %d\n", tickArgs), `
 local acking = ARGV[1] == '1'
+local failed = redis.call('HLEN', attempts) > 0
 local out = {}
 for i = 2, #ARGV, step do
   local m, id, ver, at, nxt = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
-  if acking and redis.call('ZREM', inflight, m) == 1 then forget(m) end
+  if acking and redis.call('ZREM', inflight, m) == 1 then
+    if failed then forget(m) else redis.call('HDEL', dues, m) end
+  end
   local r, v = 0, redis.call('HGET', recur, id)
   local cver, cnext, clast, rest
   if v then cver, cnext, clast, rest = parse_recur(v) end
