@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -91,12 +92,20 @@ func loadZone(tz string) (*time.Location, error) {
 	if strings.ContainsAny(tz, "\x00\n\r") {
 		return nil, fmt.Errorf("%w: zone %q holds a control character", ErrBadSpec, tz)
 	}
+	if loc, ok := zones.Load(tz); ok {
+		return loc.(*time.Location), nil
+	}
 	loc, err := time.LoadLocation(tz)
 	if err != nil {
 		return nil, fmt.Errorf("%w: zone %q: %w", ErrBadSpec, tz, err)
 	}
+	zones.Store(tz, loc)
 	return loc, nil
 }
+
+// zones caches the zones loaded: time.LoadLocation reads the zone's file
+// each time, and every settled batch of ticks parses its specs.
+var zones sync.Map
 
 // maxScan bounds the wall-clock matches after walks past before it gives
 // up (a spec that matches only instants that never come, like 30 February).
