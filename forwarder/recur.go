@@ -2,6 +2,7 @@ package forwarder
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/delaybridge/delaybridge/queue"
@@ -108,5 +109,8 @@ func (s *scanner) settleTicks(ctx context.Context, ticks []string, confirmed boo
 	}
 	if st.Skipped > 0 {
 		s.f.m.TicksSkipped.WithLabelValues(name).Add(float64(st.Skipped))
+	}
+	if st.Unreadable > 0 {
+		s.f.repeats.Add(slog.LevelError, name, "recurrence tick unreadable: its recurrence stops until it is set again", st.Unreadable, st.Err.Error())
 	}
 }

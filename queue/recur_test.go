@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/redis/go-redis/v9"
 )
 
 // setPast creates r as if at ago before Redis's now, so its first tick is
@@ -288,5 +289,23 @@ func TestRetriedTickAckForgetsItsRecords(t *testing.T) {
 		if n, _ := f.rdb.HLen(f.ctx, key).Result(); n != 0 {
 			t.Errorf("%s holds %d records after the ack", key, n)
 		}
+	}
+}
+
+// A tick whose spec this daemon cannot read (a zone it lacks) is settled
+// without a next tick and reported, never left to hold its slot.
+func TestUnreadableTickIsSettledAndReported(t *testing.T) {
+	f := newFixture(t, FormatRaw, 1)
+	env, _ := EncodeEnvelope(Message{ID: "x", Body: []byte("b")})
+	m := tickPrefix + "v1\x001000\x00@daily\x00Nowhere/Else\x00" + string(env)
+	if err := f.rdb.ZAdd(f.ctx, f.tp.Keys(0).Inflight, redis.Z{Score: 1, Member: m}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	st := f.settle(0, []string{m}, true, time.Now())
+	if st.Unreadable != 1 || !errors.Is(st.Err, ErrBadSpec) || st.Advanced != 0 {
+		t.Errorf("settle = %+v, want 1 unreadable with ErrBadSpec", st)
+	}
+	if n, _ := f.rdb.ZCard(f.ctx, f.tp.Keys(0).Inflight).Result(); n != 0 {
+		t.Errorf("%d left in flight", n)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	_ "time/tzdata" // a zone works in an image without /usr/share/zoneinfo too
 
 	"github.com/robfig/cron/v3"
 )

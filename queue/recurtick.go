@@ -127,6 +127,11 @@ type TickSettlement struct {
 	Skipped int
 	// Earliest is the earliest next tick written (zero if none).
 	Earliest time.Time
+	// Unreadable counts ticks whose member or spec this daemon could not
+	// read: settled without a next tick, their recurrences stop (Err says
+	// why) until they are set again.
+	Unreadable int
+	Err        error
 }
 
 // SettleTicks writes the next tick of each of members, ticks of slot of t
@@ -146,7 +151,11 @@ func (q *Queue) SettleTicks(ctx context.Context, t Topic, slot int, members []st
 	skipped := make([]int, 0, len(members))
 	schedules := map[[2]string]Schedule{}
 	for _, m := range members {
-		a, n := tickCall(m, now, schedules)
+		a, n, err := tickCall(m, now, schedules)
+		if err != nil {
+			st.Unreadable++
+			st.Err = err
+		}
 		args = append(args, a...)
 		skipped = append(skipped, n)
 	}
@@ -171,19 +180,19 @@ func (q *Queue) SettleTicks(ctx context.Context, t Topic, slot int, members []st
 
 // tickCall is the tickScript arguments of tick member m settled at now, and
 // how many ticks its next tick passes over. A tick that does not parse, or
-// whose spec no longer does, is settled without a next tick (its
-// recurrence "" does not exist): it must not hold its slot.
-func tickCall(m string, now time.Time, schedules map[[2]string]Schedule) ([]any, int) {
+// whose spec does not here, is settled without a next tick (its recurrence
+// "" does not exist), and the error says why: it must not hold its slot.
+func tickCall(m string, now time.Time, schedules map[[2]string]Schedule) ([]any, int, error) {
 	none := []any{m, "", "", "0", ""}
 	tk, err := parseTick(m)
 	if err != nil {
-		return none, 0
+		return none, 0, err
 	}
 	key := [2]string{tk.spec, tk.zone}
 	s, ok := schedules[key]
 	if !ok {
 		if s, err = ParseSpec(tk.spec, tk.zone); err != nil {
-			return none, 0
+			return none, 0, fmt.Errorf("recurrence %q: %w", tk.id, err)
 		}
 		schedules[key] = s
 	}
@@ -192,5 +201,5 @@ func tickCall(m string, now time.Time, schedules map[[2]string]Schedule) ([]any,
 	if ok {
 		nextArg = strconv.FormatInt(next.UnixMilli(), 10)
 	}
-	return []any{m, tk.id, tk.ver, strconv.FormatInt(tk.at, 10), nextArg}, n
+	return []any{m, tk.id, tk.ver, strconv.FormatInt(tk.at, 10), nextArg}, n, nil
 }
