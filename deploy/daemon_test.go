@@ -61,6 +61,9 @@ func runAndStop(t *testing.T, bin string) {
 		"DELAYBRIDGE_REDIS_URL="+redisURL,
 		"DELAYBRIDGE_AMQP_URL="+amqpURL,
 		"DELAYBRIDGE_SHUTDOWN_TIMEOUT=10s",
+		// A built-in exchange: /readyz waits for a topic's destination,
+		// and with the default exchange that is a queue named x.
+		"DELAYBRIDGE_TOPIC_X_EXCHANGE=amq.direct",
 	)
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, "run")
