@@ -107,9 +107,13 @@ return replaced
 
 // SetRecurrence creates r on t, or replaces the recurrence of the same id
 // (its waiting tick is dropped; the new one's first tick is the first of
-// Spec after now). It returns the first tick.
+// Spec after now, by Redis's clock). It returns the first tick.
 func (q *Queue) SetRecurrence(ctx context.Context, t Topic, r Recurrence) (time.Time, error) {
-	return q.setRecurrence(ctx, t, r, time.Now())
+	now, err := q.rdb.Time(ctx).Result()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("set recurrence %q of %s: read Redis's time: %w", r.ID, t.Name, err)
+	}
+	return q.setRecurrence(ctx, t, r, now)
 }
 
 func (q *Queue) setRecurrence(ctx context.Context, t Topic, r Recurrence, now time.Time) (time.Time, error) {
