@@ -55,7 +55,7 @@ func TestDocumentedACLIsTheTestedOne(t *testing.T) {
 // Go producer API, the CLI's dead-set, inspection and pause commands), never
 // the daemon.
 var producerScripts = []string{"schedule.go", "cancel.go", "reschedule.go", "lookup.go", "requeue.go", "purge.go",
-	"pause.go", "list.go", "inspect.go", "limits.go"}
+	"pause.go", "list.go", "inspect.go", "limits.go", "recur.go"}
 
 // scriptCommands finds the commands that the Lua scripts in queue/ call,
 // except producers' scripts, with a file that calls each.

@@ -27,7 +27,7 @@ type action struct {
 
 // formFields are the fields an action reads, carried through the
 // confirmation page.
-var formFields = []string{"reason", "all", "slot", "mid", "id", "in", "at"}
+var formFields = []string{"reason", "all", "slot", "mid", "id", "in", "at", "rid"}
 
 // errBadInput marks a request the user must change (400).
 var errBadInput = errors.New("bad input")
@@ -134,7 +134,28 @@ func (s *Server) actions() map[string]action {
 		"purge":      {plan: s.planDead("Purge", "deleted for good"), do: s.purge},
 		"cancel":     {plan: s.planCancel, do: s.cancel},
 		"reschedule": {plan: s.planReschedule, do: s.reschedule},
+		"recur-rm": {plan: func(_ context.Context, t queue.Topic, f url.Values) (string, error) {
+			if f.Get("rid") == "" {
+				return "", fmt.Errorf("name the recurrence (rid): %w", errBadInput)
+			}
+			return fmt.Sprintf("Remove the recurring message %s of %s: its waiting tick is dropped and no later one is delivered.", f.Get("rid"), t.Name), nil
+		}, do: s.removeRecurrence},
 	}
+}
+
+func (s *Server) removeRecurrence(ctx context.Context, t queue.Topic, f url.Values) (string, error) {
+	id := f.Get("rid")
+	if err := queue.CheckID(id); err != nil {
+		return "", fmt.Errorf("recurrence %q: %w", id, errBadInput)
+	}
+	ok, err := s.opts.Queue.RemoveRecurrence(ctx, t, id)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("no recurring message %s on %s: %w", id, t.Name, queue.ErrNotFound)
+	}
+	return fmt.Sprintf("Removed the recurring message %s of %s.", id, t.Name), nil
 }
 
 // deadRef is the dead message(s) a form names: all of them, or one by

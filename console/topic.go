@@ -31,6 +31,10 @@ type topicView struct {
 	ListError   string
 	DeadTotal   int64
 	PauseReason string
+	// Recurrences are the topic's recurring messages (RecurError: why
+	// they could not be read).
+	Recurrences []queue.RecurrenceInfo
+	RecurError  string
 }
 
 // entryRow is one listed message: named by slot and MessageID in links.
@@ -86,6 +90,9 @@ func (s *Server) topicPage(w http.ResponseWriter, r *http.Request) {
 	v := topicView{base: s.base(r, "Topic "+t.Name), Layout: summarize(l, stats), Stats: stats,
 		Envelope: t.Format == queue.FormatEnvelope, States: []string{"scheduled", "retrying", "inflight", "dead"}}
 	v.DeadTotal = v.Layout.Dead
+	if v.Recurrences, err = s.opts.Queue.Recurrences(ctx, t); err != nil {
+		v.RecurError = err.Error()
+	}
 	s.listInto(ctx, r, t, &v)
 	s.render(w, http.StatusOK, "topic", "layout.html", v)
 }
@@ -137,7 +144,7 @@ func (s *Server) listInto(ctx context.Context, r *http.Request, t queue.Topic, v
 func (s *Server) entryRow(t queue.Topic, e queue.Entry) entryRow {
 	row := entryRow{Entry: e, MID: queue.MessageID([]byte(e.Member))}
 	body := []byte(e.Member)
-	if t.Format == queue.FormatEnvelope {
+	if t.Format == queue.FormatEnvelope || queue.IsTick(e.Member) {
 		if m, err := t.Decode(e.Member); err == nil {
 			row.ID, body = m.ID, m.Body
 		}

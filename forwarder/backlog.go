@@ -24,7 +24,7 @@ func (f *Forwarder) backlogLoop(ctx context.Context) {
 
 // backlog is what the gauges of one topic show, summed over its owned slots.
 type backlog struct {
-	scheduled, overdue, retrying, inflight, dead int64
+	scheduled, overdue, retrying, inflight, dead, recurring int64
 	// oldest is the age of the oldest overdue message (the max over the
 	// slots), by Redis's clock: the stats call reads TIME with the scores.
 	oldest time.Duration
@@ -59,6 +59,7 @@ func (f *Forwarder) refreshBacklog(ctx context.Context) {
 		p.retrying += st.Retrying
 		p.inflight += st.Inflight
 		p.dead += st.Dead
+		p.recurring += st.Recurring
 		p.paused = p.paused || st.Pause.Paused
 		p.sampled = true
 		if !st.OldestOverdue.IsZero() {
@@ -76,6 +77,7 @@ func (f *Forwarder) refreshBacklog(ctx context.Context) {
 		g.WithLabelValues(t.Name, "inflight").Set(float64(b.inflight))
 		g.WithLabelValues(t.Name, "dead").Set(float64(b.dead))
 		f.m.Overdue.WithLabelValues(t.Name).Set(b.oldest.Seconds())
+		f.m.Recurrences.WithLabelValues(t.Name).Set(float64(b.recurring))
 		paused := 0.0
 		if b.paused {
 			paused = 1

@@ -47,6 +47,11 @@ type Metrics struct {
 	HoldQueueDepth *prometheus.GaugeVec   // topic: the hold queue's last reading
 	Held           *prometheus.GaugeVec   // topic, reason (heldReasons): 1 while a scanner waits for that limit
 	HeldSeconds    *prometheus.CounterVec // topic, reason: time scanners waited for that limit, summed over slots
+
+	// Recurrences (recur.go).
+	Recurrences    *prometheus.GaugeVec   // topic: recurrences in the owned slots
+	TicksDelivered *prometheus.CounterVec // topic: ticks the broker confirmed
+	TicksSkipped   *prometheus.CounterVec // topic: ticks passed over after a gap
 }
 
 // The label values the pipeline emits, created at 0 up front. outcome()
@@ -124,6 +129,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(m.Lateness, m.Latency, m.Backlog, m.Overdue, m.Owned, m.Paused, m.Replicas, m.Stranded, m.KeyspaceEvents, m.SinkBlocked)
 	m.newRedisMemory(reg)
 	m.flowMetrics(reg)
+	m.recurMetrics(reg)
 	for _, op := range redisOps {
 		m.RedisErrs.WithLabelValues(op)
 	}
@@ -150,6 +156,9 @@ func (m *Metrics) initTopic(topic string) {
 	m.Paused.WithLabelValues(topic)
 	m.RateLimit.WithLabelValues(topic)
 	m.HoldQueueDepth.WithLabelValues(topic)
+	m.Recurrences.WithLabelValues(topic)
+	m.TicksDelivered.WithLabelValues(topic)
+	m.TicksSkipped.WithLabelValues(topic)
 	for _, r := range heldReasons {
 		m.Held.WithLabelValues(topic, r)
 		m.HeldSeconds.WithLabelValues(topic, r)
@@ -193,4 +202,22 @@ func (m *Metrics) newRedisMemory(reg prometheus.Registerer) {
 		Help: "Redis's maxmemory in bytes (0: no limit).",
 	})
 	reg.MustRegister(m.RedisEvicting, m.RedisFull, m.RedisUsed, m.RedisMax)
+}
+
+// recurMetrics creates and registers the recurrences' metrics.
+func (m *Metrics) recurMetrics(reg prometheus.Registerer) {
+	m.Recurrences = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "delaybridge", Name: "recurrences",
+		Help: "Recurring messages in the slots this replica owns (sum over replicas for the topic).",
+	}, []string{"topic"})
+	m.TicksDelivered = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "delaybridge", Name: "recurrence_ticks_delivered_total",
+		Help: "Ticks of recurring messages confirmed by the broker (also counted in published_total).",
+	}, []string{"topic"})
+	m.TicksSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "delaybridge", Name: "recurrence_ticks_skipped_total",
+		Help: "Ticks of recurring messages not delivered because they fell due during a gap (broker down, topic paused, " +
+			"no owner): after a gap one tick from inside it is delivered and the schedule continues.",
+	}, []string{"topic"})
+	reg.MustRegister(m.Recurrences, m.TicksDelivered, m.TicksSkipped)
 }

@@ -231,21 +231,29 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 	for o, n := range st.failed {
 		s.f.m.Failures.WithLabelValues(s.topic.Name, o.String()).Add(float64(n))
 	}
-	s.ack(ctx, st.acks, st.ackIDs)
+	now := time.Now().Add(group[len(group)-1].b.skew) // Redis's clock
+	s.ack(ctx, st.acks, st.ackIDs, now)
 	s.release(ctx, st.releases, st.unsent, st.blocked)
-	s.retry(ctx, st.failures, st.noDestination)
+	s.settleTicks(ctx, finalTicks(group, s.f.opt.MaxAttempts), false, now)
+	outs := s.retry(ctx, st.failures, st.noDestination)
+	s.settleTicks(ctx, deadTicks(st.failures, outs), false, now)
 }
 
 // ack forgets confirmed members; ids are their envelope ids, decoded by
-// prepare (nil on raw topics).
-func (s *scanner) ack(ctx context.Context, members, ids []string) {
+// prepare (nil on raw topics). Recurrences' ticks among them write their
+// next tick as they go (settleTicks; now is Redis's time).
+func (s *scanner) ack(ctx context.Context, members, ids []string, now time.Time) {
 	if len(members) == 0 {
 		return
 	}
-	s.redisRetry(ctx, "ack", func(c context.Context) error {
-		_, err := s.f.q.AckIDs(c, s.topic.Topic, s.slot, members, ids)
-		return err
-	})
+	plain, plainIDs, ticks := splitTicks(members, ids)
+	if len(plain) > 0 {
+		s.redisRetry(ctx, "ack", func(c context.Context) error {
+			_, err := s.f.q.AckIDs(c, s.topic.Topic, s.slot, plain, plainIDs)
+			return err
+		})
+	}
+	s.settleTicks(ctx, ticks, true, now)
 	s.f.m.Published.WithLabelValues(s.topic.Name).Add(float64(len(members)))
 }
 
@@ -273,10 +281,11 @@ func (s *scanner) release(ctx context.Context, members []string, unsent, blocked
 // limit the message is scheduled again after its back-off, else
 // dead-lettered. noDestination says some failed for a missing destination
 // or no route: the retry is then logged at WARN, since only an operator can
-// fix it.
-func (s *scanner) retry(ctx context.Context, failures []queue.Failure, noDestination bool) {
+// fix it. It returns what became of each failure (nil when Redis could not
+// be written).
+func (s *scanner) retry(ctx context.Context, failures []queue.Failure, noDestination bool) []queue.Outcome {
 	if len(failures) == 0 {
-		return
+		return nil
 	}
 	var outs []queue.Outcome // stays empty if Redis could not be written
 	s.redisRetry(ctx, "retry", func(c context.Context) error {
@@ -310,6 +319,7 @@ func (s *scanner) retry(ctx context.Context, failures []queue.Failure, noDestina
 		s.f.m.Dead.WithLabelValues(s.topic.Name).Add(float64(dead))
 		s.f.repeats.Add(slog.LevelWarn, s.topic.Name, "messages dead-lettered", dead, deadReason)
 	}
+	return outs
 }
 
 // A failed Redis write is retried after redisRetryMin, doubling up to

@@ -2,7 +2,8 @@
 // member formats (raw and envelope), the Lua scripts that claim, ack, retry,
 // release and reap messages, the wake-up channel, and the producer API:
 // Schedule, ScheduleMember, ScheduleBatch, Cancel, CancelID, Reschedule, Get,
-// and the dead set's DeadList, DeadFind, Requeue and Purge.
+// the dead set's DeadList, DeadFind, Requeue and Purge, and recurring
+// messages: SetRecurrence, RemoveRecurrence, Recurrences.
 //
 // Files follow the data: keys.go (key names, slots), scripts.go (the KEYS
 // layout and Lua helpers every slot script shares), then one file per
@@ -17,7 +18,10 @@
 // registry.go (the topic registry, <prefix>:topics: Layout, Topic, Topics,
 // CheckTopic), register.go (a daemon's Register), layoutcheck.go (producers
 // checked against the registry), resize.go (finding a message by member or
-// id after a resize) and stranded.go (slots beyond a topic's slot count).
+// id after a resize) and stranded.go (slots beyond a topic's slot count);
+// recurspec.go (specs, zones, the gap and daylight-saving rules), recur.go
+// (recurrences: set, remove, list) and recurtick.go (tick members and the
+// script that settles a tick and writes the next).
 //
 // Every script touches the keys of exactly one topic×slot, and all keys of a
 // slot share one Redis Cluster hash tag, so every call runs on one node and is
@@ -31,6 +35,10 @@
 //   - Ack, Retry and Release change nothing for a member that is no longer in
 //     flight (another replica already handled it, or a producer replaced it).
 //   - Reap returns expired leases to the scheduled set exactly once.
+//   - A recurrence has at most one tick waiting: SettleTicks writes the next
+//     tick only while the recurrence exists in the tick's version and names
+//     that tick, so duplicates, removes and replaces never double or revive
+//     one.
 //   - On envelope topics the per-slot id index (the :idx:<n> HASHes, and the
 //     :ids HASH of the previous layout) names a member exactly while it is
 //     scheduled or in flight: every script keeps it so, and the reap sweep

@@ -57,6 +57,9 @@ type SlotKeys struct {
 	// Index is the prefix of the id index of envelope topics: idBuckets
 	// HASHes "<Index>:<n>", id → score (see idsLua in scripts.go).
 	Index string
+	// Recur is HASH recurrence id → its version, next tick, last delivered
+	// tick, spec, zone and message (see recurLua in recur.go).
+	Recur string
 }
 
 // idBuckets is how many HASHes the id index of one slot spreads over: each
@@ -132,6 +135,7 @@ func (t Topic) Keys(slot int) SlotKeys {
 		IDs:          base + ":ids",
 		Paused:       base + ":paused",
 		Index:        base + ":idx",
+		Recur:        base + ":recur",
 	}
 }
 
@@ -165,8 +169,14 @@ func Slot(member []byte, slots int) int {
 
 // SlotOf returns the slot of a member of t: from its bytes on raw topics, from
 // its id on envelope topics (a member that is not a valid envelope falls back
-// to its bytes; Locate reports the error instead).
+// to its bytes; Locate reports the error instead). A recurrence's tick is in
+// the slot of the recurrence's id, on either format.
 func (t Topic) SlotOf(member []byte) int {
+	if IsTick(string(member)) {
+		if tk, err := parseTick(string(member)); err == nil {
+			return t.SlotOfID(tk.id)
+		}
+	}
 	if t.envelope() {
 		if id, err := EnvelopeID(member); err == nil {
 			return t.SlotOfID(id)

@@ -31,8 +31,16 @@ type Message struct {
 // Decode turns a member of t into the message to deliver. A member that does
 // not decode (an envelope topic holding something else) is an error wrapping
 // ErrInvalidEnvelope: the forwarder dead-letters it with the reason, so it
-// never blocks its slot.
+// never blocks its slot. A recurrence's tick (IsTick) decodes to the
+// recurrence's message on either format.
 func (t Topic) Decode(member string) (Message, error) {
+	if IsTick(member) {
+		m, err := decodeTick(member)
+		if err != nil {
+			return Message{}, fmt.Errorf("decode member of topic %s: %w", t.Name, err)
+		}
+		return m, nil
+	}
 	switch t.Format {
 	case "", FormatRaw:
 		return Message{ID: MessageID([]byte(member)), Body: []byte(member)}, nil

@@ -27,6 +27,9 @@ type SlotStats struct {
 	OldestOverdue time.Time
 	// Pause is the slot's paused key (see Pause).
 	Pause PauseState
+	// Recurring is how many recurrences live in the slot (each has at most
+	// one tick waiting, counted in Scheduled).
+	Recurring int64
 }
 
 // retryingSample bounds the :attempts records one stats call looks at, and so
@@ -40,8 +43,8 @@ const retryingSample = 1000
 // ARGV[1] -> most :attempts records to look at for the retrying count
 //
 // Returns {now, scheduled, overdue, inflight, dead, next due or "", oldest
-// overdue or "", retrying, 1 when retrying is exact else 0, paused since or
-// nil, pause reason or nil}.
+// overdue or "", retrying, 1 when retrying is exact else 0, recurrences,
+// paused since or nil, pause reason or nil}.
 //
 // Retrying: HLEN of :attempts alone would also count members in flight again
 // and records left by a producer's cancel until the reaper sweeps them, so
@@ -87,7 +90,7 @@ if n > 0 then
   end
 end
 return {nowstr, redis.call('ZCARD', sched), overdue, redis.call('ZCARD', inflight), redis.call('ZCARD', dead), nxt, oldest, retrying, exact,
-  unpack(redis.call('HMGET', paused, 'since', 'reason'))}
+  redis.call('HLEN', recur), unpack(redis.call('HMGET', paused, 'since', 'reason'))}
 `)
 
 // Stats reads the backlog of one slot.
@@ -103,7 +106,7 @@ func (q *Queue) stats(ctx context.Context, k SlotKeys, slot, sample int) (s Slot
 	if err != nil {
 		return SlotStats{}, false, fmt.Errorf("stats %s: %w", k.Scheduled, err)
 	}
-	if len(res) != 11 {
+	if len(res) != 12 {
 		return SlotStats{}, false, fmt.Errorf("stats %s: malformed reply of %d elements", k.Scheduled, len(res))
 	}
 	s = SlotStats{Slot: slot}
@@ -116,8 +119,9 @@ func (q *Queue) stats(ctx context.Context, k SlotKeys, slot, sample int) (s Slot
 	s.OldestOverdue = parseMillis(res[6])
 	s.Retrying, _ = res[7].(int64)
 	flag, _ := res[8].(int64)
-	since, _ := res[9].(string)
-	reason, _ := res[10].(string)
+	s.Recurring, _ = res[9].(int64)
+	since, _ := res[10].(string)
+	reason, _ := res[11].(string)
 	s.Pause = parsePause(since, reason)
 	return s, flag == 1, nil
 }

@@ -133,7 +133,7 @@ func (c *cli) fail(err error) int {
 
 func usageError(err error) bool {
 	return errors.Is(err, queue.ErrInvalidEnvelope) || errors.Is(err, queue.ErrNotEnvelope) ||
-		errors.Is(err, queue.ErrBadDueTime) || errors.Is(err, errUsage)
+		errors.Is(err, queue.ErrBadDueTime) || errors.Is(err, queue.ErrBadSpec) || errors.Is(err, errUsage)
 }
 
 // errUsage marks errors in the command line.

@@ -42,6 +42,7 @@ func commands() []command {
 		{"schedule", "schedule a message (at a time or after a delay)", runSchedule},
 		{"cancel", "cancel a message not yet claimed, by id or member", runCancel},
 		{"reschedule", "move a scheduled message to a new time, by id or member", runReschedule},
+		{"recur", "set, remove or list recurring messages (cron or @every)", runRecur},
 		{"stats", "show the backlog per topic and slot (--watch to follow)", runStats},
 		{"dead", "list, requeue or purge dead messages", runDead},
 		{"ls", "list a topic's messages by state, a page at a time", runLs},

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -115,6 +116,7 @@ func writeStats(ctx context.Context, s stdio, c *cli, v statsView, asJSON, allSl
 	if err := printStats(s.out, v.topics, v.slots, allSlots, watch); err != nil {
 		return err
 	}
+	printRecurring(s.out, v.topics, v.slots)
 	printLimits(s.out, v.topics, v.limits)
 	if memErr != nil {
 		return nil
@@ -131,6 +133,7 @@ func total(slots []queue.SlotStats) queue.SlotStats {
 		t.Inflight += s.Inflight
 		t.Dead += s.Dead
 		t.Retrying += s.Retrying
+		t.Recurring += s.Recurring
 		if s.Pause.Paused && !t.Pause.Paused {
 			t.Pause = s.Pause
 		}
@@ -185,6 +188,20 @@ func printStats(w io.Writer, topics []queue.Topic, all [][]queue.SlotStats, allS
 	return tw.Flush()
 }
 
+// printRecurring says how many recurring messages each topic has, when any
+// has one (their waiting ticks are counted in SCHEDULED).
+func printRecurring(w io.Writer, topics []queue.Topic, all [][]queue.SlotStats) {
+	var parts []string
+	for i, t := range topics {
+		if n := total(all[i]).Recurring; n > 0 {
+			parts = append(parts, t.Name+" "+count(n))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "\nrecurring (delaybridge recur ls TOPIC): %s\n", strings.Join(parts, ", "))
+	}
+}
+
 // count prints a number with thousands separators.
 func count(n int64) string {
 	s := strconv.FormatInt(n, 10)
@@ -207,12 +224,14 @@ type slotJSON struct {
 	Paused             bool    `json:"paused"`
 	PauseReason        string  `json:"pause_reason,omitempty"`
 	PausedSince        *string `json:"paused_since,omitempty"`
+	Recurring          int64   `json:"recurring"`
 }
 
 func toSlotJSON(st queue.SlotStats, withSlot bool) slotJSON {
 	j := slotJSON{Scheduled: st.Scheduled, Overdue: st.Overdue, Inflight: st.Inflight, Dead: st.Dead,
 		NextDue: jsonTime(st.NextDue), OldestOverdue: jsonTime(st.OldestOverdue),
-		Retrying: st.Retrying, Paused: st.Pause.Paused, PauseReason: st.Pause.Reason, PausedSince: jsonTime(st.Pause.Since)}
+		Retrying: st.Retrying, Paused: st.Pause.Paused, PauseReason: st.Pause.Reason, PausedSince: jsonTime(st.Pause.Since),
+		Recurring: st.Recurring}
 	if withSlot {
 		slot := st.Slot
 		j.Slot = &slot

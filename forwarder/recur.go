@@ -1,0 +1,116 @@
+package forwarder
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+// A recurrence's tick (queue.IsTick) is claimed, published, retried and
+// dead-lettered like any message. Settling it differs in one step: the
+// script that acknowledges it also writes the recurrence's next tick, and a
+// tick that dies writes its next tick first, so a dead tick never stops its
+// recurrence. Next ticks are computed here, from
+// the tick and Redis's time at settlement (the gap rule: see
+// queue.Schedule.Next).
+
+// splitTicks takes the ticks out of members (ids[i]: members[i]'s envelope
+// id, or nil): plain are acked as usual, ticks through settleTicks.
+func splitTicks(members, ids []string) (plain, plainIDs, ticks []string) {
+	n := 0
+	for _, m := range members {
+		if queue.IsTick(m) {
+			n++
+		}
+	}
+	if n == 0 {
+		return members, ids, nil
+	}
+	for i, m := range members {
+		if queue.IsTick(m) {
+			ticks = append(ticks, m)
+			continue
+		}
+		plain = append(plain, m)
+		if i < len(ids) {
+			plainIDs = append(plainIDs, ids[i])
+		}
+	}
+	return plain, plainIDs, ticks
+}
+
+// finalTicks are the ticks of group whose failure dead-letters them: a
+// permanent refusal, an undecodable tick, or the last of maxAttempts. Their
+// next tick is written before their death is, so a crash in between leaves
+// the tick in flight (delivered again after its lease, its successor
+// already written): never a recurrence without a tick. A tick that will be
+// retried holds its recurrence until it is delivered or dies, like a gap.
+func finalTicks(group []*delivery, maxAttempts int) []string {
+	var ticks []string
+	for _, d := range group {
+		for _, f := range d.failures {
+			if queue.IsTick(f.Member) {
+				ticks = append(ticks, f.Member)
+			}
+		}
+		if d.unsent {
+			continue
+		}
+		for i, e := range d.results {
+			if e == nil || !queue.IsTick(d.members[i]) {
+				continue
+			}
+			if o := outcomeOf(e); o == outcomePermanent || (!o.lost() && d.msgs[i].Attempt >= maxAttempts) {
+				ticks = append(ticks, d.members[i])
+			}
+		}
+	}
+	return ticks
+}
+
+// deadTicks are the ticks among failures that outs says died: advanced
+// again after the fact (a no-op for those finalTicks advanced), in case one
+// had failed more often than its claim said.
+func deadTicks(failures []queue.Failure, outs []queue.Outcome) []string {
+	var ticks []string
+	for i, out := range outs {
+		if out == queue.Dead && queue.IsTick(failures[i].Member) {
+			ticks = append(ticks, failures[i].Member)
+		}
+	}
+	return ticks
+}
+
+// settleTicks writes the next tick of each of ticks: acking them when the
+// broker confirmed them, else only advancing them (their death is recorded
+// after). now is Redis's time.
+func (s *scanner) settleTicks(ctx context.Context, ticks []string, confirmed bool, now time.Time) {
+	if len(ticks) == 0 {
+		return
+	}
+	op := "ack"
+	if !confirmed {
+		op = "retry"
+	}
+	var st queue.TickSettlement
+	s.redisRetry(ctx, op, func(c context.Context) error {
+		var err error
+		st, err = s.f.q.SettleTicks(c, s.topic.Topic, s.slot, ticks, confirmed, now)
+		return err
+	})
+	if !st.Earliest.IsZero() { // the next tick waits in this slot: its scanner looks again by then
+		s.f.wakes.wake(s.key, float64(st.Earliest.UnixMilli()))
+	}
+	name := s.topic.Name
+	if confirmed {
+		s.f.m.TicksDelivered.WithLabelValues(name).Add(float64(len(ticks)))
+	}
+	if st.Skipped > 0 {
+		s.f.m.TicksSkipped.WithLabelValues(name).Add(float64(st.Skipped))
+	}
+	if st.Unreadable > 0 {
+		s.f.repeats.Add(slog.LevelError, name, "recurrence tick unreadable: its recurrence stops until it is set again", st.Unreadable, st.Err.Error())
+	}
+}
