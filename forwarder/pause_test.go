@@ -36,13 +36,28 @@ func (r *rabbitDeliveries) got() map[string][]time.Time {
 
 func consumeRabbit(t *testing.T, name string) *rabbitDeliveries {
 	t.Helper()
-	r := &rabbitDeliveries{url: os.Getenv("DELAYBRIDGE_TEST_AMQP_URL"), at: map[string][]time.Time{}}
-	if r.url == "" {
-		r.url = "amqp://guest:guest@127.0.0.1:5672/"
+	r := &rabbitDeliveries{at: map[string][]time.Time{}}
+	r.url = consumeExchange(t, name, func(d amqp091.Delivery) {
+		r.mu.Lock()
+		r.at[string(d.Body)] = append(r.at[string(d.Body)], time.Now())
+		r.mu.Unlock()
+	})
+	return r
+}
+
+// consumeExchange declares a direct exchange and a queue both named name
+// (bound with routing key "k", auto-deleted), hands every delivery to got
+// on a goroutine of its own, and deletes both at cleanup. It returns the
+// broker's URL.
+func consumeExchange(t *testing.T, name string, got func(amqp091.Delivery)) string {
+	t.Helper()
+	url := os.Getenv("DELAYBRIDGE_TEST_AMQP_URL")
+	if url == "" {
+		url = "amqp://guest:guest@127.0.0.1:5672/"
 	}
-	conn, err := amqp091.Dial(r.url)
+	conn, err := amqp091.Dial(url)
 	if err != nil {
-		t.Fatalf("rabbitmq at %s is required: %v", r.url, err)
+		t.Fatalf("rabbitmq at %s is required: %v", url, err)
 	}
 	ch, err := conn.Channel()
 	if err != nil {
@@ -65,9 +80,7 @@ func consumeRabbit(t *testing.T, name string) *rabbitDeliveries {
 	go func() {
 		defer close(done)
 		for d := range deliveries {
-			r.mu.Lock()
-			r.at[string(d.Body)] = append(r.at[string(d.Body)], time.Now())
-			r.mu.Unlock()
+			got(d)
 		}
 	}()
 	t.Cleanup(func() {
@@ -76,7 +89,7 @@ func consumeRabbit(t *testing.T, name string) *rabbitDeliveries {
 		conn.Close()
 		<-done
 	})
-	return r
+	return url
 }
 
 // claimedSum is delaybridge_claimed_total of topic over the registries.

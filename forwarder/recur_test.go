@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -42,48 +41,14 @@ func (c *tickConsumer) deliveries() []tickDelivery {
 
 func consumeTicks(t *testing.T, name string) *tickConsumer {
 	t.Helper()
-	c := &tickConsumer{url: os.Getenv("DELAYBRIDGE_TEST_AMQP_URL")}
-	if c.url == "" {
-		c.url = "amqp://guest:guest@127.0.0.1:5672/"
-	}
-	conn, err := amqp091.Dial(c.url)
-	if err != nil {
-		t.Fatalf("rabbitmq at %s is required: %v", c.url, err)
-	}
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ch.ExchangeDeclare(name, "direct", false, true, false, false, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ch.QueueDeclare(name, false, true, false, false, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := ch.QueueBind(name, "k", name, false, nil); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := ch.Consume(name, "", true, false, false, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for d := range ds {
-			now := time.Now()
-			due, _ := d.Headers[sinks.HeaderDue].(int64)
-			rec, _ := d.Headers[queue.HeaderRecurrence].(string)
-			c.mu.Lock()
-			c.got = append(c.got, tickDelivery{id: d.MessageId, recurrence: rec, due: time.UnixMilli(due), at: now})
-			c.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ch.QueueDelete(name, false, false, false)
-		ch.ExchangeDelete(name, false, false)
-		conn.Close()
-		<-done
+	c := &tickConsumer{}
+	c.url = consumeExchange(t, name, func(d amqp091.Delivery) {
+		now := time.Now()
+		due, _ := d.Headers[sinks.HeaderDue].(int64)
+		rec, _ := d.Headers[queue.HeaderRecurrence].(string)
+		c.mu.Lock()
+		c.got = append(c.got, tickDelivery{id: d.MessageId, recurrence: rec, due: time.UnixMilli(due), at: now})
+		c.mu.Unlock()
 	})
 	return c
 }
