@@ -46,10 +46,23 @@ const (
 // hold another topic's due messages behind it. Throughput is the burst
 // topic's, against the burst scenario's of the same run.
 func runFairness(ctx context.Context, e *env) (Scenario, error) {
+	return e.fairness(ctx, "fairness", false)
+}
+
+// runFairnessRaw (not run by default) is fairness with the trickle
+// published by the bench straight to RabbitMQ at its due times, the daemon
+// serving both topics all the same: the trickle's lateness that the broker
+// and this machine cause while the daemon drains the burst, with no
+// delaybridge in the trickle's path.
+func runFairnessRaw(ctx context.Context, e *env) (Scenario, error) {
+	return e.fairness(ctx, "fairness-raw", true)
+}
+
+func (e *env) fairness(ctx context.Context, name string, raw bool) (Scenario, error) {
 	s := e.o.sizes
 	n, slots := s.fairBurst, s.burstSlots
 	r := Scenario{Messages: n, Ceilings: map[string]float64{}}
-	prefix, burstTarget, drop, err := e.space("fairness")
+	prefix, burstTarget, drop, err := e.space(name)
 	if err != nil {
 		return r, err
 	}
@@ -81,7 +94,7 @@ func runFairness(ctx context.Context, e *env) (Scenario, error) {
 	}
 	defer stopTrickle()
 
-	f := fairRun{e: e, d: d, r: &r, burst: burst, trickle: trickle, btr: btr, ttr: ttr}
+	f := fairRun{e: e, d: d, r: &r, raw: raw, trickleTarget: trickleTarget, burst: burst, trickle: trickle, btr: btr, ttr: ttr}
 	if err := f.drive(ctx); err != nil {
 		return r, err
 	}
@@ -103,6 +116,8 @@ type fairRun struct {
 	e              *env
 	d              *daemon
 	r              *Scenario
+	raw            bool // the bench publishes the trickle to RabbitMQ itself
+	trickleTarget  rabbitTarget
 	burst, trickle queue.Topic
 	btr, ttr       *tracker
 	due            time.Time // the burst's due time
@@ -128,7 +143,11 @@ func (f *fairRun) drive(ctx context.Context) error {
 	}
 	produced := make(chan result, 1)
 	go func() {
-		n, err := f.e.produceUntil(pctx, f.trickle, f.ttr.n, trickleLead, dueOf)
+		produce := func() (int, error) { return f.e.produceUntil(pctx, f.trickle, f.ttr.n, trickleLead, dueOf) }
+		if f.raw {
+			produce = func() (int, error) { return f.e.rawUntil(pctx, f.trickleTarget, f.ttr.n, dueOf) }
+		}
+		n, err := produce()
 		produced <- result{n, err}
 	}()
 
@@ -219,6 +238,11 @@ func (f *fairRun) results() {
 	r.Notes = append(r.Notes, f.d.histogramsOf(fairBurst), f.d.histogramsOf(fairTrickle))
 	fmt.Fprintf(os.Stderr, "   burst topic: %.0f msg/s; trickle during the drain (%d): p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
 		r.Throughput, len(during), r.Lateness.P50, r.Lateness.P99, r.Lateness.Max)
+	if f.raw {
+		r.Notes = append(r.Notes, "the trickle was published by the bench straight to RabbitMQ at its due times: no delaybridge in its path")
+		r.checkAlways()
+		return
+	}
 	f.targets()
 }
 

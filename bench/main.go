@@ -116,7 +116,7 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "shrink every scenario to finish in under a minute")
 	flag.StringVar(&o.out, "out", "", "write the results as JSON to this file")
-	flag.StringVar(&o.run, "run", defaultRun, "comma list of scenarios to run (also: intake, intake-delay, raw-rabbitmq)")
+	flag.StringVar(&o.run, "run", defaultRun, "comma list of scenarios to run (also: intake, intake-delay, raw-rabbitmq, fairness-raw)")
 	flag.StringVar(&o.bin, "bin", "bin/delaybridge", "the daemon binary (make build)")
 	flag.StringVar(&o.devkafka, "devkafka", "bin/devkafka", "the local Kafka broker binary (make build)")
 	flag.StringVar(&o.redisURL, "redis", envOr("DELAYBRIDGE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis URL")
@@ -213,6 +213,7 @@ var scenarios = []struct {
 	{"intake", runIntake},
 	{"intake-delay", runIntakeDelay},
 	{"raw-rabbitmq", runRawRabbit},
+	{"fairness-raw", runFairnessRaw},
 }
 
 func run(ctx context.Context, o options) error {
