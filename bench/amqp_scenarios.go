@@ -97,6 +97,9 @@ func (e *env) burst(ctx context.Context, name string, spread time.Duration) (Sce
 		r.target("RabbitMQ CPU per message under delaybridge / under the raw publisher", c.RabbitCPURatio, "<=", 1.1, "", fmt.Sprintf("%.1f vs %.1f µs", c.RabbitCPUus, c.RawRabbitCPUus))
 	}
 	r.checkAlways()
+	if name == "burst" {
+		e.burstRun = &r
+	}
 	return r, nil
 }
 

@@ -167,7 +167,10 @@ func (d *daemon) failures() []string {
 // and publish duration histograms: the bucket bound under which 50% and 99%
 // fall. Compared with the consumer's lateness it shows whether time is
 // lost before the broker confirmed or between the broker and the consumer.
-func (d *daemon) histograms() string {
+func (d *daemon) histograms() string { return d.histogramsOf("bench") }
+
+// histogramsOf is histograms for one topic.
+func (d *daemon) histogramsOf(topic string) string {
 	m, err := d.metrics()
 	if err != nil {
 		return "metrics: " + err.Error()
@@ -178,7 +181,7 @@ func (d *daemon) histograms() string {
 		total := 0.0
 		for k, v := range m {
 			rest, ok := strings.CutPrefix(k, name+`_bucket{`)
-			if !ok || !strings.Contains(rest, `topic="bench"`) {
+			if !ok || !strings.Contains(rest, `topic="`+topic+`"`) {
 				continue
 			}
 			i := strings.Index(rest, `le="`)
@@ -202,8 +205,8 @@ func (d *daemon) histograms() string {
 		}
 		return "?"
 	}
-	return fmt.Sprintf("daemon's own histograms: lateness at confirm p50 %s, p99 %s; publish duration p50 %s, p99 %s",
-		quantile("delaybridge_lateness_seconds", .5), quantile("delaybridge_lateness_seconds", .99),
+	return fmt.Sprintf("daemon's own histograms of %s: lateness at confirm p50 %s, p99 %s; publish duration p50 %s, p99 %s",
+		topic, quantile("delaybridge_lateness_seconds", .5), quantile("delaybridge_lateness_seconds", .99),
 		quantile("delaybridge_publish_duration_seconds", .5), quantile("delaybridge_publish_duration_seconds", .99))
 }
 

@@ -68,6 +68,8 @@ type sizes struct {
 	stallRate    int           // kafka-stall's messages/s
 	kafkaBurst   int
 	intake       int // messages waiting in the intake queue
+	fairBurst    int // fairness's burst, due at one instant over burstSlots
+	fairRate     int // fairness's trickle, messages/s in one slot
 }
 
 var fullSizes = sizes{
@@ -79,6 +81,8 @@ var fullSizes = sizes{
 	kafkaBurst: 100_000,
 	stallRate:  200,
 	intake:     100_000,
+	fairBurst:  100_000,
+	fairRate:   200,
 }
 
 var quickSizes = sizes{
@@ -90,6 +94,8 @@ var quickSizes = sizes{
 	kafkaBurst: 10_000,
 	stallRate:  200,
 	intake:     20_000,
+	fairBurst:  30_000, // 10,000 drain in under a second: too few trickle messages
+	fairRate:   200,
 }
 
 // envFlag collects repeated -daemon-env NAME=VALUE flags.
@@ -110,7 +116,7 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "shrink every scenario to finish in under a minute")
 	flag.StringVar(&o.out, "out", "", "write the results as JSON to this file")
-	flag.StringVar(&o.run, "run", defaultRun, "comma list of scenarios to run (also: intake, intake-delay, raw-rabbitmq)")
+	flag.StringVar(&o.run, "run", defaultRun, "comma list of scenarios to run (also: intake, intake-delay, raw-rabbitmq, fairness-raw)")
 	flag.StringVar(&o.bin, "bin", "bin/delaybridge", "the daemon binary (make build)")
 	flag.StringVar(&o.devkafka, "devkafka", "bin/devkafka", "the local Kafka broker binary (make build)")
 	flag.StringVar(&o.redisURL, "redis", envOr("DELAYBRIDGE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis URL")
@@ -183,7 +189,7 @@ type Report struct {
 
 // defaultRun is what -run runs unless told otherwise: every scenario of
 // issue #15's targets.
-const defaultRun = "steady,burst,burst-spread,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall,rate-limited,api"
+const defaultRun = "steady,burst,burst-spread,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall,rate-limited,api,fairness"
 
 // scenarios in the order they run.
 var scenarios = []struct {
@@ -201,11 +207,13 @@ var scenarios = []struct {
 	{"kafka-stall", runKafkaStall},
 	{"rate-limited", runRateLimited},
 	{"api", runAPI},
+	{"fairness", runFairness},
 	// Not run by default: the intake's scenarios (about 3 more minutes
 	// at full size on the 2-core VM), and the raw ceiling alone, to study it.
 	{"intake", runIntake},
 	{"intake-delay", runIntakeDelay},
 	{"raw-rabbitmq", runRawRabbit},
+	{"fairness-raw", runFairnessRaw},
 }
 
 func run(ctx context.Context, o options) error {

@@ -94,10 +94,16 @@ func (t *tracker) got(b []byte, at int64) {
 // wait polls until every message arrived, ctx-free deadline passes, or no
 // message arrived for idle; it reports whether all arrived.
 func (t *tracker) wait(deadline time.Time, idle time.Duration) bool {
+	return t.waitFor(t.n, deadline, idle)
+}
+
+// waitFor is wait for the first k messages (of a tracker sized for more than
+// were sent): true once k arrived.
+func (t *tracker) waitFor(k int, deadline time.Time, idle time.Duration) bool {
 	lastCount, lastChange := int64(-1), time.Now()
 	for {
 		c := t.unique.Load()
-		if c >= int64(t.n) {
+		if c >= int64(k) {
 			return true
 		}
 		now := time.Now()

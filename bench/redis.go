@@ -25,6 +25,8 @@ type env struct {
 	devkafka  *devkafka // while a Kafka scenario runs
 	// steadyRun is steady's result once it ran, for backlog to compare with.
 	steadyRun *Scenario
+	// burstRun is burst's result once it ran, for fairness to compare with.
+	burstRun *Scenario
 }
 
 func newEnv(ctx context.Context, o options) (*env, error) {

@@ -67,6 +67,9 @@ type Scenario struct {
 	// RawCPU is, for each raw ceiling measured with the broker, the CPU
 	// time (s) each process used during that measurement.
 	RawCPU map[string]map[string]float64 `json:"raw_cpu_s_by_process,omitempty"`
+	// Trickle is, in fairness, the trickle topic beside the burst: its
+	// Lateness above is the trickle's while the burst drained.
+	Trickle *TrickleResult `json:"trickle,omitempty"`
 	// HTTP is the api scenario's measurements.
 	HTTP *HTTPResult `json:"http,omitempty"`
 	// Ceilings are the raw rates measured in the same run (messages/s).
