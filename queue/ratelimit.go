@@ -24,6 +24,7 @@ import (
 type FlowKeys struct {
 	Bucket string // HASH tokens, at (ms): the rate limit's token bucket
 	Limits string // HASH rate, hold_above, since: limits set at run time (see SetLimits)
+	Held   string // HASH replica → why it holds the topic now (see ReportHeld)
 }
 
 // FlowKeys returns the topic-wide keys of t.
@@ -35,7 +36,7 @@ func (t Topic) FlowKeys() FlowKeys {
 			base = t.Key
 		}
 	}
-	return FlowKeys{Bucket: base + ":rate", Limits: base + ":limits"}
+	return FlowKeys{Bucket: base + ":rate", Limits: base + ":limits", Held: base + ":held"}
 }
 
 // BurstOf is the bucket's capacity for a rate: 100 ms of deliveries, at
