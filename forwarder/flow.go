@@ -41,10 +41,10 @@ const limitsInterval = 500 * time.Millisecond
 // declares per second per topic, and only while a scanner wants to claim.
 const depthInterval = 200 * time.Millisecond
 
-// Why a topic is held, as the held gauge and the status key say.
+// Why a topic is held, as the held gauge and the held reports say.
 const (
-	heldRate  = "rate"
-	heldQueue = "queue"
+	heldRate  = queue.HeldRate
+	heldQueue = queue.HeldQueue
 )
 
 // queueDepther is a sink that can read the depth of the topic's hold queue
@@ -64,8 +64,11 @@ type flowTopic struct {
 	// unsettled counts the topic's messages this replica claimed and has
 	// not settled (the scanners' inflight counts, summed).
 	unsettled atomic.Int64
-	// heldRate and heldQueue count the scanners waiting for each limit.
+	// heldRate and heldQueue count the scanners waiting for each limit;
+	// heldSeen has heldSeenRate and heldSeenQueue set by every hold since
+	// the last held report (heldstate.go) took them.
 	heldRate, heldQueue atomic.Int32
+	heldSeen            atomic.Uint32
 
 	mu      sync.Mutex
 	reading depthReading
@@ -219,4 +222,14 @@ func (ft *flowTopic) heldBy(reason string) *atomic.Int32 {
 		return &ft.heldRate
 	}
 	return &ft.heldQueue
+}
+
+// sawHeld notes that a scanner began to wait for reason, for the next held
+// report: a topic held for moments between two reports still shows.
+func (ft *flowTopic) sawHeld(reason string) {
+	bit := heldSeenQueue
+	if reason == heldRate {
+		bit = heldSeenRate
+	}
+	ft.heldSeen.Or(bit)
 }

@@ -147,6 +147,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	run(f.strandedLoop)
 	run(f.repeats.Run)
 	run(f.limitsLoop)
+	run(f.heldLoop)
 	if f.opt.AllSlots {
 		f.reassign(ctx)
 		<-ctx.Done()

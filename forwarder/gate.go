@@ -119,6 +119,7 @@ func (s *scanner) giveBack(ctx context.Context, n, granted int, c queue.Claim, c
 // found it paused, its wait is not counted as held by the limits: pause
 // holds it anyway.
 func (s *scanner) hold(reason string) time.Time {
+	s.flow.sawHeld(reason)
 	if s.flow.heldBy(reason).Add(1) == 1 {
 		s.f.m.Held.WithLabelValues(s.topic.Name, reason).Set(1)
 	}

@@ -1,0 +1,54 @@
+package forwarder
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+func TestHeldTopicIsReportedWhileHeldAndNotAfter(t *testing.T) {
+	t.Parallel()
+	q, prefix := testRedis(t)
+	tp := queue.Topic{Name: "campaign", Prefix: prefix, Slots: 2}
+	free := queue.Topic{Name: "orders", Prefix: prefix}
+	scheduleNow(t, q, tp, 500, "c")
+	scheduleNow(t, q, free, 50, "o")
+	opt := Options{Queue: q, Topics: []Topic{{Topic: tp, Sink: newRecordSink()}, {Topic: free, Sink: newRecordSink()}},
+		KeyPrefix: prefix, AllSlots: true, BatchSize: 10, ReplicaID: "r1", Flow: map[string]Flow{"campaign": {RateLimit: 5}}}
+	stop := start(t, opt)
+	held := func() [][]queue.Held {
+		t.Helper()
+		h, err := q.HeldOf(context.Background(), []queue.Topic{tp, free})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	isHeld := func() bool {
+		h := held()
+		return len(h[0]) == 1 && h[0][0].Replica == "r1" && h[0][0].By(queue.HeldRate) && !h[0][0].By(queue.HeldQueue)
+	}
+	eventually(t, 5*time.Second, "campaign reported held by the rate limit", isHeld)
+	if h := held(); len(h[1]) != 0 || h[0][0].Depth != -1 {
+		t.Errorf("reports %+v: want none for the unlimited topic and no depth without a hold queue", h)
+	}
+	// A replica that stops takes its reports with it.
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if h := held(); len(h[0]) != 0 {
+		t.Errorf("reports %+v after the forwarder stopped, want none", h)
+	}
+	start(t, opt)
+	eventually(t, 5*time.Second, "campaign reported held again", isHeld)
+	none := 0.0
+	if err := q.SetLimits(context.Background(), tp, queue.Override{Rate: &none}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 4*time.Second, "the report gone once the limit is lifted", func() bool { return len(held()[0]) == 0 })
+	if n, err := q.Client().Exists(context.Background(), tp.FlowKeys().Held).Result(); err != nil || n != 0 {
+		t.Errorf("held key exists (%d, %v) with no report in it", n, err)
+	}
+}
