@@ -194,8 +194,9 @@ func (c *cli) limitsInForce(ctx context.Context, ts []queue.Topic) ([]limitsJSON
 	return out, nil
 }
 
-// printLimits prints one line per topic with a limit in force.
-func printLimits(w io.Writer, ts []queue.Topic, ls []limitsJSON) {
+// printLimits prints one line per topic with a limit in force or held
+// now, and why it is held.
+func printLimits(w io.Writer, ts []queue.Topic, ls []limitsJSON, hs []heldJSON) {
 	for i, l := range ls {
 		var parts []string
 		if l.Rate > 0 {
@@ -208,8 +209,15 @@ func printLimits(w io.Writer, ts []queue.Topic, ls []limitsJSON) {
 			}
 			parts = append(parts, fmt.Sprintf("holds while %s has more than %d ready", q, l.HoldAbove))
 		}
+		line := ""
 		if len(parts) > 0 {
-			fmt.Fprintf(w, "%s: %s (%s)\n", ts[i].Name, strings.Join(parts, ", "), l.Source)
+			line = fmt.Sprintf("%s (%s)", strings.Join(parts, ", "), l.Source)
+		}
+		if held := describeHeld(hs[i], l); held != "" {
+			line = strings.TrimPrefix(line+"; "+held, "; ")
+		}
+		if line != "" {
+			fmt.Fprintf(w, "%s: %s\n", ts[i].Name, line)
 		}
 	}
 }

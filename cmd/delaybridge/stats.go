@@ -28,6 +28,12 @@ holds anything (--all-slots: every slot). Times are Redis's.
   NEXT DUE        the earliest due time still ahead
   OLDEST OVERDUE  how late the most overdue message is
 
+Below the table, a line per topic with flow control: the rate limit and
+hold-above in force (set in the environment or by delaybridge limit) and,
+while a replica holds the topic, HELD and why: by the rate limit, or by
+hold-above with the hold queue's ready count last read (--json: "limits"
+and "held" per topic).
+
 Examples:
   delaybridge stats
   delaybridge stats --watch --interval 1s orders
@@ -68,6 +74,10 @@ func runStats(ctx context.Context, args []string, s stdio) int {
 			}
 		}
 		limits, err := c.limitsInForce(ctx, topics)
+		var held []heldJSON
+		if err == nil {
+			held, err = c.heldNow(ctx, topics)
+		}
 		if err != nil {
 			if *watch && ctx.Err() != nil {
 				return exitOK
@@ -77,7 +87,7 @@ func runStats(ctx context.Context, args []string, s stdio) int {
 		if redraw {
 			fmt.Fprint(s.out, "\033[H\033[2J")
 		}
-		err = writeStats(ctx, s, c, statsView{topics, all, limits}, *asJSON, *allSlots, *watch)
+		err = writeStats(ctx, s, c, statsView{topics, all, limits, held}, *asJSON, *allSlots, *watch)
 		if err != nil {
 			return c.fail(fmt.Errorf("write stats: %w", err))
 		}
@@ -97,6 +107,7 @@ type statsView struct {
 	topics []queue.Topic
 	slots  [][]queue.SlotStats
 	limits []limitsJSON
+	held   []heldJSON
 }
 
 // writeStats prints one refresh, with Redis's memory state when it can be
@@ -107,6 +118,7 @@ func writeStats(ctx context.Context, s stdio, c *cli, v statsView, asJSON, allSl
 		out := statsJSON(v.topics, v.slots)
 		for i, l := range v.limits {
 			out["topics"].([]map[string]any)[i]["limits"] = l
+			out["topics"].([]map[string]any)[i]["held"] = v.held[i]
 		}
 		if memErr == nil {
 			out["redis"] = memoryJSON(mem)
@@ -117,7 +129,7 @@ func writeStats(ctx context.Context, s stdio, c *cli, v statsView, asJSON, allSl
 		return err
 	}
 	printRecurring(s.out, v.topics, v.slots)
-	printLimits(s.out, v.topics, v.limits)
+	printLimits(s.out, v.topics, v.limits, v.held)
 	if memErr != nil {
 		return nil
 	}

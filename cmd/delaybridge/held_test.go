@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	amqp091 "github.com/rabbitmq/amqp091-go"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+// statsHeld is the held state of stats --json's only topic.
+type statsHeld struct {
+	Topics []struct {
+		Held heldJSON `json:"held"`
+	}
+}
+
+// A running daemon whose hold queue has more ready messages than
+// HOLD_ABOVE holds its topic: stats says so, why, and the queue's depth;
+// once the consumers drain the queue the topic delivers and stats no longer
+// says held.
+func TestStatsShowsATopicHeldAboveItsHoldQueueAndClearsItAfter(t *testing.T) {
+	exchange := uniqueName("dbtest.held.")
+	q, tp := amqpTopicEnv(t, exchange)
+	ch, hq := declareBound(t, exchange)
+	for i := range 5 {
+		if err := ch.PublishWithContext(context.Background(), exchange, "k", false, false, amqp091.Publishing{Body: []byte(fmt.Sprint("before-", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("DELAYBRIDGE_TOPIC_ORDERS_HOLD_QUEUE", hq)
+	t.Setenv("DELAYBRIDGE_TOPIC_ORDERS_HOLD_ABOVE", "2")
+	if _, err := q.ScheduleMember(context.Background(), tp, []byte("waits"), queue.In(0)); err != nil {
+		t.Fatal(err)
+	}
+	startDaemon(t)
+	e := &cliEnv{t: t, ctx: context.Background()}
+	var out string
+	within(t, 10*time.Second, "stats to say orders is held by hold-above with 5 ready", func() bool {
+		out = e.mustRun("", "stats", "orders")
+		return strings.Contains(out, "orders: holds while "+hq+" has more than 2 ready (environment); HELD by hold-above ("+hq+": 5 ready)")
+	})
+	var st statsHeld
+	if err := json.Unmarshal([]byte(e.mustRun("", "stats", "--json", "orders")), &st); err != nil {
+		t.Fatal(err)
+	}
+	h := st.Topics[0].Held
+	if !h.Held || len(h.Reasons) != 1 || h.Reasons[0] != "queue" || h.Depth == nil || *h.Depth != 5 || len(h.Replicas) != 1 {
+		t.Fatalf("stats --json held = %+v, want held by the queue at depth 5 by one replica", h)
+	}
+	if _, err := ch.QueuePurge(hq, false); err != nil {
+		t.Fatal(err)
+	}
+	within(t, 10*time.Second, "the held message delivered once the queue is drained", func() bool {
+		qs, err := ch.QueueDeclarePassive(hq, false, false, false, false, nil)
+		return err == nil && qs.Messages == 1
+	})
+	within(t, 5*time.Second, "stats to no longer say held", func() bool {
+		out = e.mustRun("", "stats", "orders")
+		return !strings.Contains(out, "HELD")
+	})
+	if err := json.Unmarshal([]byte(e.mustRun("", "stats", "--json", "orders")), &st); err != nil || st.Topics[0].Held.Held {
+		t.Errorf("stats --json held after the drain = %+v (%v), want not held", st.Topics[0].Held, err)
+	}
+}
+
+// A rate-limited topic with more due than its limit lets through shows as
+// held by the rate limit until delaybridge limit lifts the limit.
+func TestStatsShowsATopicHeldByItsRateLimitUntilLifted(t *testing.T) {
+	exchange := uniqueName("dbtest.heldrate.")
+	q, tp := amqpTopicEnv(t, exchange)
+	declareBound(t, exchange)
+	t.Setenv("DELAYBRIDGE_TOPIC_ORDERS_RATE_LIMIT", "1")
+	for i := range 30 {
+		if _, err := q.ScheduleMember(context.Background(), tp, []byte(fmt.Sprint("m-", i)), queue.In(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startDaemon(t)
+	e := &cliEnv{t: t, ctx: context.Background()}
+	within(t, 10*time.Second, "stats to say orders is held by the rate limit", func() bool {
+		return strings.Contains(e.mustRun("", "stats", "orders"), "orders: rate limit 1/s (environment); HELD by the rate limit")
+	})
+	var st statsHeld
+	if err := json.Unmarshal([]byte(e.mustRun("", "stats", "--json", "orders")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if h := st.Topics[0].Held; !h.Held || len(h.Reasons) != 1 || h.Reasons[0] != "rate" || h.Depth != nil {
+		t.Fatalf("stats --json held = %+v, want held by the rate limit, no depth", h)
+	}
+	e.mustRun("", "limit", "orders", "--rate", "none")
+	within(t, 5*time.Second, "stats to no longer say held once the limit is lifted", func() bool {
+		return !strings.Contains(e.mustRun("", "stats", "orders"), "HELD")
+	})
+}
+
+// within polls cond every 100 ms until it holds, failing the test after d.
+func within(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %s", what, d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
