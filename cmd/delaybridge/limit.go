@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 
@@ -84,28 +83,9 @@ func runLimit(ctx context.Context, args []string, s stdio) int {
 
 // limitOverride parses --rate and --hold-above ("" leaves a field unset).
 func limitOverride(rate, hold string) (queue.Override, error) {
-	var o queue.Override
-	if rate = strings.TrimSpace(rate); rate != "" {
-		r := 0.0
-		if rate != "none" {
-			v, err := strconv.ParseFloat(rate, 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 || v > 10_000_000 {
-				return o, fmt.Errorf(`--rate %q: want a positive decimal (e.g. 300 or 0.5), at most 10000000, or "none"`, rate)
-			}
-			r = v
-		}
-		o.Rate = &r
-	}
-	if hold = strings.TrimSpace(hold); hold != "" {
-		h := -1
-		if hold != "none" {
-			v, err := strconv.Atoi(hold)
-			if err != nil || v < 0 || v > math.MaxInt32 {
-				return o, fmt.Errorf(`--hold-above %q: want a whole number of ready messages, or "none"`, hold)
-			}
-			h = v
-		}
-		o.HoldAbove = &h
+	o, err := queue.ParseOverride(rate, hold)
+	if err != nil {
+		return o, fmt.Errorf("--%w", err)
 	}
 	return o, nil
 }
@@ -151,17 +131,7 @@ func describeOverride(o queue.Override) string {
 }
 
 // limitsJSON is a topic's flow control in force, as stats shows it.
-type limitsJSON struct {
-	// Rate is deliveries per second over every replica (0: none).
-	Rate float64 `json:"rate_limit"`
-	// HoldQueue and HoldAbove: the topic holds while the queue has more
-	// ready messages (HoldAbove -1: no hold).
-	HoldQueue string `json:"hold_queue,omitempty"`
-	HoldAbove int    `json:"hold_above"`
-	// Source is "environment", "run time" (delaybridge limit) or "" when
-	// the topic has no limit.
-	Source string `json:"source,omitempty"`
-}
+type limitsJSON = queue.Limits
 
 // limitsInForce are the topics' limits: those set at run time, else those
 // of this environment's configuration (a topic it does not configure has
@@ -173,23 +143,13 @@ func (c *cli) limitsInForce(ctx context.Context, ts []queue.Topic) ([]limitsJSON
 	}
 	out := make([]limitsJSON, len(ts))
 	for i, t := range ts {
-		l := limitsJSON{HoldAbove: -1}
+		env := queue.EnvLimits(0, "", 0)
 		for _, ct := range c.cfg.Topics {
 			if ct.Name == t.Name {
-				l.Rate, l.HoldQueue = ct.RateLimit, ct.HoldQueue
-				if ct.HoldQueue != "" {
-					l.HoldAbove = ct.HoldAbove
-				}
+				env = queue.EnvLimits(ct.RateLimit, ct.HoldQueue, ct.HoldAbove)
 			}
 		}
-		if l.Rate > 0 || l.HoldAbove >= 0 {
-			l.Source = "environment"
-		}
-		if !os[i].IsZero() {
-			l.Rate, l.HoldAbove = os[i].Effective(l.Rate, l.HoldAbove)
-			l.Source = "run time"
-		}
-		out[i] = l
+		out[i] = os[i].InForce(env)
 	}
 	return out, nil
 }
@@ -198,20 +158,9 @@ func (c *cli) limitsInForce(ctx context.Context, ts []queue.Topic) ([]limitsJSON
 // now, and why it is held.
 func printLimits(w io.Writer, ts []queue.Topic, ls []limitsJSON, hs []heldJSON) {
 	for i, l := range ls {
-		var parts []string
-		if l.Rate > 0 {
-			parts = append(parts, "rate limit "+strconv.FormatFloat(l.Rate, 'f', -1, 64)+"/s")
-		}
-		if l.HoldAbove >= 0 {
-			q := l.HoldQueue
-			if q == "" {
-				q = "its hold queue"
-			}
-			parts = append(parts, fmt.Sprintf("holds while %s has more than %d ready", q, l.HoldAbove))
-		}
 		line := ""
-		if len(parts) > 0 {
-			line = fmt.Sprintf("%s (%s)", strings.Join(parts, ", "), l.Source)
+		if l.String() != "" {
+			line = fmt.Sprintf("%s (%s)", l, l.Source)
 		}
 		if held := describeHeld(hs[i], l); held != "" {
 			line = strings.TrimPrefix(line+"; "+held, "; ")

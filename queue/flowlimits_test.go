@@ -1,0 +1,43 @@
+package queue
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLimitsInForceAreTheRunTimeOnesOverTheEnvironments(t *testing.T) {
+	rate, none, hold := 300.0, 0.0, 50
+	for _, c := range []struct {
+		name string
+		env  Limits
+		o    Override
+		want Limits
+	}{
+		{"nothing", EnvLimits(0, "", 0), Override{}, Limits{HoldAbove: -1}},
+		{"environment", EnvLimits(5, "work", 1000), Override{}, Limits{Rate: 5, HoldQueue: "work", HoldAbove: 1000, Source: "environment"}},
+		{"hold above without a queue is none", EnvLimits(0, "", 1000), Override{}, Limits{HoldAbove: -1}},
+		{"run-time rate", EnvLimits(5, "work", 1000), Override{Rate: &rate}, Limits{Rate: 300, HoldQueue: "work", HoldAbove: 1000, Source: "run time"}},
+		{"run time lifts the rate", EnvLimits(5, "", 0), Override{Rate: &none}, Limits{HoldAbove: -1, Source: "run time"}},
+		{"run-time hold", EnvLimits(0, "work", 1000), Override{HoldAbove: &hold}, Limits{HoldQueue: "work", HoldAbove: 50, Source: "run time"}},
+	} {
+		if d := cmp.Diff(c.want, c.o.InForce(c.env)); d != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, d)
+		}
+	}
+}
+
+func TestParseOverride(t *testing.T) {
+	o, err := ParseOverride(" 0.5 ", "none")
+	if err != nil || o.Rate == nil || *o.Rate != 0.5 || o.HoldAbove == nil || *o.HoldAbove != -1 {
+		t.Fatalf("ParseOverride(0.5, none) = %+v, %v", o, err)
+	}
+	if o, err := ParseOverride("", ""); err != nil || !o.IsZero() {
+		t.Errorf("ParseOverride of nothing = %+v, %v; want nothing set", o, err)
+	}
+	for _, bad := range [][2]string{{"0", ""}, {"fast", ""}, {"NaN", ""}, {"", "-3"}, {"", "1.5"}} {
+		if _, err := ParseOverride(bad[0], bad[1]); err == nil {
+			t.Errorf("ParseOverride(%q, %q) accepted", bad[0], bad[1])
+		}
+	}
+}
