@@ -27,7 +27,7 @@ type action struct {
 
 // formFields are the fields an action reads, carried through the
 // confirmation page.
-var formFields = []string{"reason", "all", "slot", "mid", "id", "in", "at", "rid"}
+var formFields = []string{"reason", "all", "slot", "mid", "id", "in", "at", "rid", "rate", "hold_above", "off"}
 
 // errBadInput marks a request the user must change (400).
 var errBadInput = errors.New("bad input")
@@ -130,6 +130,7 @@ func (s *Server) actions() map[string]action {
 			}
 			return fmt.Sprintf("Resumed %s (%d of %d slots were paused).", t.Name, n, t.SlotCount()), nil
 		}},
+		"limit":      s.limitAction(),
 		"requeue":    {plan: s.planDead("Requeue", "scheduled again, due now, with no attempts"), do: s.requeue},
 		"purge":      {plan: s.planDead("Purge", "deleted for good"), do: s.purge},
 		"cancel":     {plan: s.planCancel, do: s.cancel},

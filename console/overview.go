@@ -47,6 +47,8 @@ type topicRow struct {
 	NextDue       time.Time     `json:"next_due"`
 	Paused        bool          `json:"paused"`
 	PauseReason   string        `json:"pause_reason,omitempty"`
+	// Flow is the topic's flow control: limits in force, held now.
+	Flow flowState `json:"flow"`
 }
 
 type replicaRow struct {
@@ -86,6 +88,13 @@ func (s *Server) readOverview(ctx context.Context) (overview, error) {
 			return overview{}, err
 		}
 		ov.Topics[i] = summarize(l, stats)
+	}
+	flows, err := s.flows(ctx, topics)
+	if err != nil {
+		return overview{}, err
+	}
+	for i := range flows {
+		ov.Topics[i].Flow = flows[i]
 	}
 	set, err := s.opts.Queue.Replicas(ctx, s.opts.Prefix)
 	if err != nil {

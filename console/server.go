@@ -42,6 +42,10 @@ type Options struct {
 	SessionTTL time.Duration
 	// OwnershipAll: every replica scans every slot (DELAYBRIDGE_OWNERSHIP=all).
 	OwnershipAll bool
+	// Limits are the flow control of each topic's environment, by topic
+	// (queue.EnvLimits); the console shows them overridden by those set at
+	// run time. A topic without an entry has only the run-time ones.
+	Limits map[string]queue.Limits
 	// Refresh is how often the overview refreshes itself; 0 means 3s.
 	Refresh time.Duration
 	Log     *slog.Logger

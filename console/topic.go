@@ -35,6 +35,8 @@ type topicView struct {
 	// they could not be read).
 	Recurrences []queue.RecurrenceInfo
 	RecurError  string
+	// FlowError is why the flow control could not be read.
+	FlowError string
 }
 
 // entryRow is one listed message: named by slot and MessageID in links.
@@ -90,6 +92,11 @@ func (s *Server) topicPage(w http.ResponseWriter, r *http.Request) {
 	v := topicView{base: s.base(r, "Topic "+t.Name), Layout: summarize(l, stats), Stats: stats,
 		Envelope: t.Format == queue.FormatEnvelope, States: []string{"scheduled", "retrying", "inflight", "dead"}}
 	v.DeadTotal = v.Layout.Dead
+	if flows, err := s.flows(ctx, []queue.Topic{t}); err == nil {
+		v.Layout.Flow = flows[0]
+	} else {
+		v.FlowError = err.Error()
+	}
 	if v.Recurrences, err = s.opts.Queue.Recurrences(ctx, t); err != nil {
 		v.RecurError = err.Error()
 	}

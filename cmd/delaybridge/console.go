@@ -14,7 +14,9 @@ const consoleUsage = `usage: delaybridge console
 Serves the web console on DELAYBRIDGE_CONSOLE_ADDR (default 127.0.0.1:8081):
 every topic's backlog, slots, messages and the replicas, refreshing by
 itself; and, with DELAYBRIDGE_CONSOLE_TOKEN set, the actions of the CLI
-(pause, resume, requeue, purge, cancel, reschedule), each confirmed first.
+(pause, resume, limit, requeue, purge, cancel, reschedule), each confirmed
+first. The overview and each topic's page show its flow control: the limits
+in force and whether a replica holds the topic now, and why.
 Without a token the console is read-only. It answers only the Host names of
 DELAYBRIDGE_CONSOLE_HOSTS (default: localhost, 127.0.0.1, [::1] and the
 listen host, with the port); DELAYBRIDGE_CONSOLE_READ_REQUIRES_TOKEN=true puts
@@ -35,8 +37,10 @@ func runConsole(ctx context.Context, args []string, s stdio) int {
 	defer c.close()
 	log := newLogger(c.cfg, s)
 	layouts := make([]queue.Layout, len(c.cfg.Topics))
+	limits := map[string]queue.Limits{}
 	for i, t := range c.cfg.Topics {
 		layouts[i] = layoutOf(c.cfg.KeyPrefix, t)
+		limits[t.Name] = queue.EnvLimits(t.RateLimit, t.HoldQueue, t.HoldAbove)
 	}
 	ln, err := net.Listen("tcp", c.cfg.Console.Addr)
 	if err != nil {
@@ -46,7 +50,7 @@ func runConsole(ctx context.Context, args []string, s stdio) int {
 	if len(hosts) == 0 {
 		hosts = console.DefaultHosts(ln.Addr(), c.cfg.Console.Addr)
 	}
-	srv, err := console.New(console.Options{Queue: c.q, Prefix: c.cfg.KeyPrefix, Configured: layouts,
+	srv, err := console.New(console.Options{Queue: c.q, Prefix: c.cfg.KeyPrefix, Configured: layouts, Limits: limits,
 		Token: c.cfg.Console.Token, SecureCookie: c.cfg.Console.SecureCookie, Hosts: hosts,
 		ReadRequiresToken: c.cfg.Console.ReadRequiresToken, SessionTTL: c.cfg.Console.SessionTTL,
 		OwnershipAll: c.cfg.Ownership == "all", Log: log})

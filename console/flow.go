@@ -1,0 +1,160 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+// Flow control on the console: the limits in force (the environment's,
+// Options.Limits, overridden by those set at run time) and whether a
+// replica holds the topic now (queue.HeldOf), on the overview and the
+// topic page; and the limit action, the console's `delaybridge limit`.
+
+// flowState is a topic's flow control as the console shows it.
+type flowState struct {
+	Limits queue.Limits `json:"limits"`
+	// Held is true while a replica reports holding the topic; HeldBy says
+	// why ("rate", "queue") and HoldDepth is the hold queue's ready count
+	// last read (-1: not known).
+	Held      bool     `json:"held"`
+	HeldBy    []string `json:"held_by,omitempty"`
+	HoldDepth int      `json:"hold_queue_depth"`
+}
+
+// LimitsText says what the limits are, for people.
+func (f flowState) LimitsText() string {
+	if l := f.Limits.String(); l != "" {
+		return l + " (" + f.Limits.Source + ")"
+	}
+	return ""
+}
+
+// HeldText says why the topic is held, for people ("" when it is not).
+func (f flowState) HeldText() string {
+	var parts []string
+	for _, why := range f.HeldBy {
+		switch why {
+		case queue.HeldRate:
+			parts = append(parts, "by the rate limit")
+		case queue.HeldQueue:
+			q := f.Limits.HoldQueue
+			if q == "" {
+				q = "the hold queue"
+			}
+			depth := "depth not read"
+			if f.HoldDepth >= 0 {
+				depth = fmt.Sprintf("%d ready", f.HoldDepth)
+			}
+			parts = append(parts, fmt.Sprintf("by hold-above (%s: %s)", q, depth))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "held " + strings.Join(parts, " and ")
+}
+
+// flows reads the flow control of every topic of ts.
+func (s *Server) flows(ctx context.Context, ts []queue.Topic) ([]flowState, error) {
+	os, err := s.opts.Queue.LimitsOf(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	hs, err := s.opts.Queue.HeldOf(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]flowState, len(ts))
+	for i, t := range ts {
+		env, ok := s.opts.Limits[t.Name]
+		if !ok {
+			env = queue.EnvLimits(0, "", 0)
+		}
+		f := flowState{Limits: os[i].InForce(env), Held: len(hs[i]) > 0, HoldDepth: -1}
+		for _, h := range hs[i] {
+			for _, why := range h.Reasons {
+				if !slices.Contains(f.HeldBy, why) {
+					f.HeldBy = append(f.HeldBy, why)
+				}
+			}
+			if h.By(queue.HeldQueue) {
+				f.HoldDepth = max(f.HoldDepth, h.Depth)
+			}
+		}
+		slices.Sort(f.HeldBy)
+		out[i] = f
+	}
+	return out, nil
+}
+
+// limitAction is `delaybridge limit` on the console: fields rate and
+// hold_above (a number, or "none" to lift it), or off to clear what was
+// set at run time.
+func (s *Server) limitAction() action {
+	parse := func(f url.Values) (queue.Override, error) {
+		o, err := queue.ParseOverride(f.Get("rate"), f.Get("hold_above"))
+		switch {
+		case err != nil:
+			return o, fmt.Errorf("%w: %w", err, errBadInput)
+		case f.Get("off") != "" && !o.IsZero():
+			return o, fmt.Errorf("clear the limits, or set a rate or hold-above, not both: %w", errBadInput)
+		case f.Get("off") == "" && o.IsZero():
+			return o, fmt.Errorf("give a rate or a hold-above (a number, or none), or clear the limits: %w", errBadInput)
+		}
+		return o, nil
+	}
+	return action{plan: func(_ context.Context, t queue.Topic, f url.Values) (string, error) {
+		o, err := parse(f)
+		if err != nil {
+			return "", err
+		}
+		if o.IsZero() {
+			return fmt.Sprintf("Clear the limits of %s set at run time: every replica returns to its environment's within a second.", t.Name), nil
+		}
+		return fmt.Sprintf("Set %s on %s: every replica within a second, over its environment's, until cleared. Held messages wait in Redis.", describe(o), t.Name), nil
+	}, do: func(ctx context.Context, t queue.Topic, f url.Values) (string, error) {
+		o, err := parse(f)
+		if err != nil {
+			return "", err
+		}
+		if o.IsZero() {
+			had, err := s.opts.Queue.ClearLimits(ctx, t)
+			if err != nil {
+				return "", err
+			}
+			if !had {
+				return t.Name + " had no limits set at run time: its environment's apply.", nil
+			}
+			return fmt.Sprintf("Cleared the limits of %s set at run time: its environment's apply again.", t.Name), nil
+		}
+		if err := s.opts.Queue.SetLimits(ctx, t, o); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Set %s on %s (every replica within a second).", describe(o), t.Name), nil
+	}}
+}
+
+// describe says what a change of limits sets.
+func describe(o queue.Override) string {
+	var parts []string
+	if o.Rate != nil {
+		if *o.Rate > 0 {
+			parts = append(parts, fmt.Sprintf("rate limit %g/s", *o.Rate))
+		} else {
+			parts = append(parts, "no rate limit")
+		}
+	}
+	if o.HoldAbove != nil {
+		if *o.HoldAbove >= 0 {
+			parts = append(parts, fmt.Sprintf("hold above %d ready", *o.HoldAbove))
+		} else {
+			parts = append(parts, "no hold")
+		}
+	}
+	return strings.Join(parts, ", ")
+}
