@@ -82,7 +82,7 @@ type env struct {
 
 	// The web console (delaybridge console).
 	ConsoleAddr              string `envconfig:"CONSOLE_ADDR" default:"127.0.0.1:8081" desc:"listen address of the web console (delaybridge console)"`
-	ConsoleToken             string `envconfig:"CONSOLE_TOKEN" secret:"true" desc:"token that unlocks the console's actions (pause, requeue, purge, cancel, reschedule); empty: the console is read-only"`
+	ConsoleToken             string `envconfig:"CONSOLE_TOKEN" secret:"true" desc:"token that unlocks the console's actions (pause, limit, requeue, purge, cancel, reschedule); empty: the console is read-only"`
 	ConsoleSecureCookie      string `envconfig:"CONSOLE_SECURE_COOKIE" default:"false" desc:"true: the console's session cookie is Secure even over plain HTTP (behind a TLS-terminating proxy)"`
 	ConsoleHosts             string `envconfig:"CONSOLE_HOSTS" desc:"comma list of the Host names the console answers to, name:port or name (any port); others get 421, which stops DNS rebinding. Empty: localhost, 127.0.0.1, [::1] and the CONSOLE_ADDR host, with its port"`
 	ConsoleReadRequiresToken string `envconfig:"CONSOLE_READ_REQUIRES_TOKEN" default:"false" desc:"true: topic and message pages (message bodies) need the console token too; the overview stays open. Without a token set, bodies are then shown to no one"`
