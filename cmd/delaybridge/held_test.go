@@ -110,3 +110,61 @@ func within(t *testing.T, d time.Duration, what string, cond func() bool) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// topics (the registry) and replicas show each topic's limits in force and
+// whether a replica holds it.
+func TestTopicsAndReplicasShowEachTopicsLimitsAndHeldState(t *testing.T) {
+	e := newCLIEnv(t)
+	t.Setenv("DELAYBRIDGE_TOPIC_LEGACY_RATE_LIMIT", "50")
+	if _, err := e.q.Register(e.ctx, e.orders.Prefix, "r1", []queue.Layout{queue.LayoutOf(e.orders), queue.LayoutOf(e.legacy)}); err != nil {
+		t.Fatal(err)
+	}
+	e.mustRun("", "limit", "orders", "--rate", "300")
+	if err := e.q.ReportHeld(e.ctx, e.orders, "r1", &queue.Held{Reasons: []string{queue.HeldRate}, Depth: -1}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	out := e.mustRun("", "topics")
+	for _, want := range []string{"FLOW CONTROL", "rate limit 300/s (run time); HELD by the rate limit", "rate limit 50/s (environment)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("topics lacks %q:\n%s", want, out)
+		}
+	}
+	var reg struct {
+		Topics []struct {
+			Topic  string     `json:"topic"`
+			Limits limitsJSON `json:"limits"`
+			Held   heldJSON   `json:"held"`
+		}
+	}
+	if err := json.Unmarshal([]byte(e.mustRun("", "topics", "--json")), &reg); err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range reg.Topics {
+		switch tp.Topic {
+		case "orders":
+			if tp.Limits.Rate != 300 || tp.Limits.Source != "run time" || !tp.Held.Held {
+				t.Errorf("topics --json orders = %+v, want rate 300 set at run time, held", tp)
+			}
+		case "legacy":
+			if tp.Limits.Rate != 50 || tp.Limits.Source != "environment" || tp.Held.Held {
+				t.Errorf("topics --json legacy = %+v, want rate 50 from the environment, not held", tp)
+			}
+		}
+	}
+	out = e.mustRun("", "replicas")
+	for _, want := range []string{"orders: rate limit 300/s (run time); HELD by the rate limit", "legacy: rate limit 50/s (environment)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("replicas lacks %q:\n%s", want, out)
+		}
+	}
+	var reps struct {
+		Topics []struct {
+			Topic  string     `json:"topic"`
+			Limits limitsJSON `json:"limits"`
+		}
+	}
+	if err := json.Unmarshal([]byte(e.mustRun("", "replicas", "--json")), &reps); err != nil || len(reps.Topics) != 2 ||
+		reps.Topics[0].Limits.Rate != 300 || reps.Topics[1].Limits.Rate != 50 {
+		t.Errorf("replicas --json topics = %+v (%v), want orders at 300/s and legacy at 50/s", reps.Topics, err)
+	}
+}

@@ -17,7 +17,8 @@ Lists the live replicas (those whose heartbeat has not expired by Redis's
 clock), how long ago each last beat, and the slots of every configured topic
 (or the named ones) each owns: the same rendezvous assignment the daemons
 compute from the same live set. With DELAYBRIDGE_OWNERSHIP=all every replica
-scans every slot instead.
+scans every slot instead. Below the table, a line per topic with flow
+control: the limits in force and, while a replica holds it, why.
 
 Examples:
   delaybridge replicas
@@ -42,10 +43,22 @@ func runReplicas(ctx context.Context, args []string, s stdio) int {
 		return c.fail(err)
 	}
 	rows := replicaRows(set, topics, c.cfg.HeartbeatTTL, c.cfg.Ownership == "all")
+	limits, err := c.limitsInForce(ctx, topics)
+	var held []heldJSON
+	if err == nil {
+		held, err = c.heldNow(ctx, topics)
+	}
+	if err != nil {
+		return c.fail(err)
+	}
 	if *asJSON {
-		err = writeJSON(s.out, map[string]any{"time": jsonTime(set.Now), "replicas": rows})
-	} else {
-		err = printReplicas(s.out, topics, rows)
+		flow := make([]map[string]any, len(topics))
+		for i, t := range topics {
+			flow[i] = map[string]any{"topic": t.Name, "limits": limits[i], "held": held[i]}
+		}
+		err = writeJSON(s.out, map[string]any{"time": jsonTime(set.Now), "replicas": rows, "topics": flow})
+	} else if err = printReplicas(s.out, topics, rows); err == nil {
+		printLimits(s.out, topics, limits, held)
 	}
 	if err != nil {
 		return c.fail(fmt.Errorf("write replicas: %w", err))

@@ -18,7 +18,9 @@ const topicsUsage = `usage: delaybridge topics [--json]
 
 Shows the topic registry (<prefix>:topics): the layout (slots, format, key)
 and destination each daemon recorded at start, which producers and the CLI
-agree on, and whether this shell's DELAYBRIDGE_TOPIC_* settings agree.
+agree on, and whether this shell's DELAYBRIDGE_TOPIC_* settings agree; and
+each topic's flow control: the limits in force (set by delaybridge limit, else
+this shell's environment) and, while a replica holds the topic, why.
 
 set changes a topic's slots, format or key (a topic not registered yet is
 added); forget removes it (its messages stay in Redis). Both ask for a
@@ -141,25 +143,44 @@ func (c *cli) listTopics(ctx context.Context, asJSON bool) int {
 	for _, t := range c.cfg.Topics {
 		local[t.Name] = queue.LayoutOf(t.Queue(c.cfg.KeyPrefix))
 	}
+	ts := make([]queue.Topic, len(ls))
+	for i, l := range ls {
+		ts[i] = l.Topic(c.cfg.KeyPrefix)
+	}
+	limits, err := c.limitsInForce(ctx, ts)
+	var held []heldJSON
+	if err == nil {
+		held, err = c.heldNow(ctx, ts)
+	}
+	if err != nil {
+		return c.fail(err)
+	}
 	if asJSON {
 		out := []map[string]any{}
-		for _, l := range ls {
-			out = append(out, map[string]any{"topic": l.Name, "layout": l, "here": agreement(l, local)})
+		for i, l := range ls {
+			out = append(out, map[string]any{"topic": l.Name, "layout": l, "here": agreement(l, local), "limits": limits[i], "held": held[i]})
 		}
 		return c.written(writeJSON(c.s.out, map[string]any{"registry": queue.TopicsKey(c.cfg.KeyPrefix), "topics": out}))
 	}
-	return c.written(printTopics(c.s.out, queue.TopicsKey(c.cfg.KeyPrefix), ls, local))
+	return c.written(printTopics(c.s.out, queue.TopicsKey(c.cfg.KeyPrefix), ls, local, limits, held))
 }
 
-func printTopics(w io.Writer, key string, ls []queue.Layout, local map[string]queue.Layout) error {
+func printTopics(w io.Writer, key string, ls []queue.Layout, local map[string]queue.Layout, limits []limitsJSON, held []heldJSON) error {
 	if len(ls) == 0 {
 		_, err := fmt.Fprintf(w, "%s is empty: a daemon registers its topics when it starts\n", key)
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tLAYOUT\tSETTINGS HERE")
-	for _, l := range ls {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Name, l, agreement(l, local))
+	fmt.Fprintln(tw, "TOPIC\tLAYOUT\tSETTINGS HERE\tFLOW CONTROL")
+	for i, l := range ls {
+		flow := "-"
+		if limits[i].String() != "" {
+			flow = fmt.Sprintf("%s (%s)", limits[i], limits[i].Source)
+		}
+		if h := describeHeld(held[i], limits[i]); h != "" {
+			flow = strings.TrimPrefix(flow+"; "+h, "-; ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.Name, l, agreement(l, local), flow)
 	}
 	return tw.Flush()
 }
