@@ -165,10 +165,13 @@ func readmeDecisions() []readmeDecision {
 	}, {
 		first: "import time, zlib, redis",
 		script: func(r *readmeRun, lines []string) []string {
+			// The test's: the cancel the block's comment gives.
+			lines = append(lines, `r.zrem(f"dq:{{orders:{slot}}}", member)`, `print("zadd and zrem in slot", slot)`)
 			lines = replaceAll(lines, "redis.Redis()", `redis.Redis.from_url(__import__("os").environ["DELAYBRIDGE_REDIS_URL"])`,
 				`f"dq:{{`, `f"`+r.name+`:{{`, `"dq:wake"`, `"`+r.name+`:wake"`)
 			return heredoc(filepath.Join(r.dir, "zadd.py"), lines, "python3 "+filepath.Join(r.dir, "zadd.py"))
 		},
+		want:  []string{"zadd and zrem in slot 4"},
 		needs: []string{"python3", "python3 -c 'import redis'"},
 	}, {
 		first: "export DELAYBRIDGE_TOPICS=orders,digests,heartbeats",
@@ -291,7 +294,7 @@ func readmeDecisions() []readmeDecision {
 		want: []string{"console 200", "cancelled id invoice-9"},
 	}, {
 		first:  "make test      # services + make lint",
-		notRun: "the development targets: make test is the suite this test belongs to and runs lint, chaos and build itself; fuzz and services-stop change nothing a user's first hour needs",
+		notRun: "make's development targets: make test is the suite this test belongs to (it runs lint, chaos and the build itself), make fuzz takes minutes, make services-stop would stop the services other tests use",
 	}}
 }
 
