@@ -18,6 +18,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
+	"github.com/delaybridge/delaybridge/internal/testing/gosnippet"
 	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 )
 
@@ -74,12 +75,14 @@ func readmeCodeBlocks(t *testing.T) []readmeCode {
 // readmeRun is what the in-order run of the README knows: the names it
 // uses instead of the README's fixed ones, and the files it provides.
 type readmeRun struct {
-	name     string // key prefix, queue (routing key)
-	dir      string // the test's temporary folder
-	logFile  string
-	apiPort  int
-	conPort  int
-	apiToken string
+	name      string // key prefix, queue (routing key)
+	dir       string // the test's temporary folder
+	logFile   string
+	apiPort   int
+	conPort   int
+	apiToken  string
+	redisAddr string
+	goDir     string // the Go snippet's program, in e2e (inside the module)
 }
 
 // readmeDecision is what the test does with one README block, matched by
@@ -152,8 +155,24 @@ func readmeDecisions() []readmeDecision {
 		first:  "kubectl create namespace delaybridge",
 		notRun: "needs Kubernetes and Helm; the chart is rendered and checked by the deploy module's tests",
 	}, {
-		first:  "q := queue.New(",
-		notRun: "Go: compiled and run by queue's TestGoSnippetsInTheDocsRun against a registered envelope topic",
+		first: "q := queue.New(",
+		script: func(r *readmeRun, lines []string) []string {
+			// The test's: the daemon forwarding orders as an envelope
+			// topic the snippet reads from the registry (without one it
+			// stops at queue.ErrUnknownTopic, as its comment says), and the
+			// program around the block, inside the module.
+			main := filepath.Join("e2e", r.goDir, "main.go")
+			src := gosnippet.Program(strings.Join(lines, "\n"), r.name, r.redisAddr)
+			out := []string{
+				"DELAYBRIDGE_TOPIC_ORDERS_FORMAT=envelope bin/delaybridge run 2>>" + r.logFile + " & GO_DAEMON=$!",
+				`for i in $(seq 600); do [ "$(redis-cli -u "$DELAYBRIDGE_REDIS_URL" HEXISTS ` + r.name + `:topics orders)" = 1 ] && break; sleep 0.1; done`,
+				"mkdir -p " + filepath.Dir(main),
+			}
+			out = append(out, heredoc(main, strings.Split(src, "\n"), "go run "+main)...)
+			return append(out, "kill $GO_DAEMON; wait $GO_DAEMON", "bin/delaybridge topics forget orders --yes")
+		},
+		want:  []string{"scheduled order-42/payment-timeout in slot 0", "cancelled: true"},
+		needs: []string{"redis-cli"},
 	}, {
 		first: "export DELAYBRIDGE_TOPICS=orders DELAYBRIDGE_TOPIC_ORDERS_FORMAT=envelope",
 		script: func(r *readmeRun, lines []string) []string {
@@ -333,6 +352,8 @@ func TestReadmeExamplesRunInOrderAndLeaveNothing(t *testing.T) {
 	r := &readmeRun{name: "dbtest-readme-" + hex.EncodeToString(b), dir: t.TempDir(),
 		apiPort: freePort(t), conPort: freePort(t), apiToken: "readme-token-" + hex.EncodeToString(b)}
 	r.logFile = filepath.Join(r.dir, "delaybridge.log")
+	r.redisAddr, r.goDir = redistest.Options(t).Addr, "_"+r.name
+	t.Cleanup(func() { os.RemoveAll(r.goDir) })
 	if err := os.WriteFile(filepath.Join(r.dir, "invoice.json"), []byte(`{"invoice":9}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
