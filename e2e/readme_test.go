@@ -93,8 +93,9 @@ type readmeDecision struct {
 	script func(r *readmeRun, lines []string) []string
 	want   []string
 	notRun string
-	// needs names a program the block needs besides the shell: the test
-	// fails in CI without it and says it did not run the block elsewhere.
+	// needs names the programs (or shell tests) the block needs besides
+	// bash: without one the test fails in CI (CI=true), and elsewhere logs
+	// that it did not run the block.
 	needs []string
 }
 
@@ -410,6 +411,9 @@ func TestReadmeExamplesRunInOrderAndLeaveNothing(t *testing.T) {
 	// is found (and ended) afterwards.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A process a block leaves behind holds the output pipe: Run returns
+	// this long after bash ended, and the check below finds it.
+	cmd.WaitDelay = 10 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
