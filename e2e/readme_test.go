@@ -20,6 +20,7 @@ import (
 	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
 	"github.com/delaybridge/delaybridge/internal/testing/gosnippet"
 	"github.com/delaybridge/delaybridge/internal/testing/redistest"
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // readmeCode is one code block of README.md: an indented one (lang "") or
@@ -207,7 +208,7 @@ func readmeDecisions() []readmeDecision {
 			// deleted the queue the default exchange routed orders to, so
 			// the broker returns it (NO_ROUTE) and it dies.
 			out := []string{
-				"DELAYBRIDGE_MAX_ATTEMPTS=1 bin/delaybridge run 2>>" + r.logFile + " & DAEMON=$!",
+				"DELAYBRIDGE_TOPICS=orders DELAYBRIDGE_MAX_ATTEMPTS=1 bin/delaybridge run 2>>" + r.logFile + " & DAEMON=$!",
 				"bin/delaybridge schedule orders --in 0s --id order-42 '{\"order\":42}'",
 				"for i in $(seq 600); do bin/delaybridge get orders --id order-42 | grep -q 'state *dead' && break; sleep 0.1; done",
 				"kill $DAEMON; wait $DAEMON",
@@ -257,13 +258,14 @@ func readmeDecisions() []readmeDecision {
 		first: "T=$(cat /run/secrets/api-token); API=http://127.0.0.1:8090",
 		script: func(r *readmeRun, lines []string) []string {
 			// The test's: the daemon serving the API (on its own port),
-			// registering orders; the token file the block reads.
+			// registering orders (only: the shell's other topics would stay
+			// in the registry); the token file the block reads.
 			api := fmt.Sprintf("127.0.0.1:%d", r.apiPort)
 			tokenFile := filepath.Join(r.dir, "api-token")
 			out := []string{
 				"printf %s " + r.apiToken + " >" + tokenFile,
 				"export DELAYBRIDGE_API_TOKEN=" + r.apiToken,
-				"DELAYBRIDGE_API_ADDR=" + api + " DELAYBRIDGE_API_TOKENS=" + r.apiToken + " bin/delaybridge run 2>>" + r.logFile + " & API_DAEMON=$!",
+				"DELAYBRIDGE_TOPICS=orders DELAYBRIDGE_API_ADDR=" + api + " DELAYBRIDGE_API_TOKENS=" + r.apiToken + " bin/delaybridge run 2>>" + r.logFile + " & API_DAEMON=$!",
 				"for i in $(seq 600); do curl -sf -H 'Authorization: Bearer " + r.apiToken + "' http://" + api + "/v1/topics | grep -q '\"orders\"' && break; sleep 0.1; done",
 			}
 			return append(out, replaceAll(lines, "/run/secrets/api-token", tokenFile, "127.0.0.1:8090", api)...)
@@ -355,6 +357,9 @@ func TestReadmeExamplesRunInOrderAndLeaveNothing(t *testing.T) {
 	r.logFile = filepath.Join(r.dir, "delaybridge.log")
 	r.redisAddr, r.goDir = redistest.Options(t).Addr, "_"+r.name
 	t.Cleanup(func() { os.RemoveAll(r.goDir) })
+	// Whatever a failed run leaves is deleted (after the checks below).
+	rdb := e2etest.ConnectRedis(t, r.name)
+	t.Cleanup(func() { deleteQueue(r.name) })
 	if err := os.WriteFile(filepath.Join(r.dir, "invoice.json"), []byte(`{"invoice":9}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -430,9 +435,23 @@ func TestReadmeExamplesRunInOrderAndLeaveNothing(t *testing.T) {
 			t.Errorf("the output lacks %q:\n%s", w, out.String())
 		}
 	}
-	rdb := redistest.Connect(t)
 	expectEmpty(t, rdb, r.name)
+	if n, err := rdb.Exists(context.Background(), queue.TopicsKey(r.name)).Result(); err != nil || n != 0 {
+		t.Errorf("the topic registry %s is left (exists: %d, %v)", queue.TopicsKey(r.name), n, err)
+	}
 	expectNoQueue(t, r.name)
+}
+
+// deleteQueue deletes the queue if it is there.
+func deleteQueue(name string) {
+	conn, err := amqp091.Dial(e2etest.AMQPURL())
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if ch, err := conn.Channel(); err == nil {
+		_, _ = ch.QueueDelete(name, false, false, false)
+	}
 }
 
 // expectNoQueue fails the test if RabbitMQ has the queue.
