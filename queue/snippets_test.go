@@ -5,23 +5,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/delaybridge/delaybridge/internal/testing/gosnippet"
 	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 )
 
 // snippetDocs are the documents whose ```go blocks TestGoSnippetsInTheDocsRun
 // compiles and runs.
 var snippetDocs = []string{"../README.md", "../docs/producers.md"}
-
-// snippetImports are what a block may use without importing it: the block
-// is the body of main, with ctx in scope.
-var snippetImports = []string{`"context"`, `"errors"`, `"fmt"`, `"log"`, `"time"`,
-	`"github.com/redis/go-redis/v9"`, `"github.com/delaybridge/delaybridge/queue"`}
 
 // TestGoSnippetsInTheDocsRun: every Go block of the README and the docs
 // compiles and runs against the test Redis, under a prefix of its own with
@@ -55,7 +50,7 @@ func runSnippet(t *testing.T, block string) {
 	if _, err := New(rdb).Register(ctx, prefix, "docs", []Layout{orders}); err != nil {
 		t.Fatal(err)
 	}
-	src := snippetProgram(block, prefix, redistest.Options(t).Addr)
+	src := gosnippet.Program(block, prefix, redistest.Options(t).Addr)
 	// Inside the module, so it builds against this checkout; a directory
 	// starting with "_" is skipped by ./... patterns.
 	dir, err := os.MkdirTemp(".", "_snippet")
@@ -72,38 +67,4 @@ func runSnippet(t *testing.T, block string) {
 		t.Fatalf("the block does not run: %v\n%s\nprogram:\n%s", err, out, src)
 	}
 	t.Logf("output:\n%s", out)
-}
-
-var snippetImport = regexp.MustCompile(`(?s)^import \((.*?)\)\n`)
-
-// snippetProgram wraps a block into a program: its own import block joins
-// snippetImports, the rest is main's body; Redis's address and the "dq"
-// prefix are the test's.
-func snippetProgram(block, prefix, addr string) string {
-	imports := map[string]bool{}
-	for _, imp := range snippetImports {
-		imports[imp] = true
-	}
-	block = strings.TrimSpace(block) + "\n"
-	if m := snippetImport.FindStringSubmatch(block); m != nil {
-		for _, l := range strings.Split(m[1], "\n") {
-			if l = strings.TrimSpace(l); l != "" {
-				imports[l] = true
-			}
-		}
-		block = block[len(m[0]):]
-	}
-	block = strings.ReplaceAll(block, `"127.0.0.1:6379"`, strconv.Quote(addr))
-	block = strings.ReplaceAll(block, `"dq"`, strconv.Quote(prefix))
-	var b strings.Builder
-	b.WriteString("package main\n\nimport (\n")
-	for imp := range imports {
-		b.WriteString("\t" + imp + "\n")
-	}
-	b.WriteString(")\n\n")
-	// Every default import in use, whichever the block needs.
-	b.WriteString("var _, _, _, _ = errors.Is, fmt.Sprint, log.Fatal, time.Second\n")
-	b.WriteString("var _ = redis.NewClient\nvar _ = queue.New\n\n")
-	b.WriteString("func main() {\n\tctx := context.Background()\n" + block + "}\n")
-	return b.String()
 }
