@@ -11,7 +11,7 @@ COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: build test lint chromium demo demo-kafka demo-intake services services-stop chaos fuzz bench bench-quick clean ldflags helm-sync
+.PHONY: build test lint chromium python-redis demo demo-kafka demo-intake services services-stop chaos fuzz bench bench-quick clean ldflags helm-sync
 
 # GOOS=linux GOARCH=arm64 make build cross-compiles (the release workflow).
 build:
@@ -62,7 +62,12 @@ MODULE = $(shell $(GO) list -m)
 chromium:
 	@scripts/chromium.sh
 
-test: services lint chromium
+# python-redis installs Debian's python3-redis for the README's Python
+# example (e2e/readme_test.go) when no python3 here can import redis.
+python-redis:
+	@scripts/python-redis.sh
+
+test: services lint chromium python-redis
 	$(GO) test -race -timeout 20m $(filter-out $(addprefix $(MODULE)/,$(SUITES)),$(shell $(GO) list ./...))
 	$(GO) test -race -timeout 20m -p 1 $(addprefix ./,$(SUITES))
 	cd deploy && $(GO) test -timeout 15m ./...
