@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/delaybridge/delaybridge/queue"
@@ -36,27 +37,14 @@ func (f flowState) LimitsText() string {
 
 // HeldText says why the topic is held, for people ("" when it is not).
 func (f flowState) HeldText() string {
-	var parts []string
-	for _, why := range f.HeldBy {
-		switch why {
-		case queue.HeldRate:
-			parts = append(parts, "by the rate limit")
-		case queue.HeldQueue:
-			q := f.Limits.HoldQueue
-			if q == "" {
-				q = "the hold queue"
-			}
-			depth := "depth not read"
-			if f.HoldDepth >= 0 {
-				depth = fmt.Sprintf("%d ready", f.HoldDepth)
-			}
-			parts = append(parts, fmt.Sprintf("by hold-above (%s: %s)", q, depth))
-		}
+	depth := ""
+	if f.HoldDepth >= 0 {
+		depth = strconv.Itoa(f.HoldDepth)
 	}
-	if len(parts) == 0 {
-		return ""
+	if why := queue.HeldWhy(f.HeldBy, f.Limits.HoldQueue, depth); why != "" {
+		return "held " + why
 	}
-	return "held " + strings.Join(parts, " and ")
+	return ""
 }
 
 // flows reads the flow control of every topic of ts.

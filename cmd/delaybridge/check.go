@@ -5,9 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/delaybridge/delaybridge/config"
@@ -134,6 +136,21 @@ func printCheck(s stdio, topics int, lines []checkLine, warnings []string) {
 	}
 }
 
+// tlsHint is err's text, with a hint when a TLS server without a client
+// certificate from us dropped the connection. Under TLS 1.3 the client's
+// handshake ends before the server checks for a certificate, so the
+// server's "certificate required" alert races the first command: the
+// client may see only a reset connection or EOF.
+func tlsHint(err error, t config.TLS) string {
+	if !t.Enabled || t.CertFile != "" {
+		return err.Error()
+	}
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) {
+		return err.Error() + " (the server closed the TLS connection: does it require a client certificate? set DELAYBRIDGE_REDIS_CERT_FILE and DELAYBRIDGE_REDIS_KEY_FILE)"
+	}
+	return err.Error()
+}
+
 // checkRedis reaches Redis and reads its memory policy: one that evicts any
 // key (allkeys-*) would delete scheduled messages when Redis fills, so it
 // fails. A user not granted INFO still passes, with a note.
@@ -144,7 +161,7 @@ func checkRedis(ctx context.Context, cfg config.Config) checkLine {
 	}
 	defer rdb.Close()
 	if err := rdb.Ping(ctx).Err(); err != nil {
-		return checkLine{Name: "redis", Error: err.Error()}
+		return checkLine{Name: "redis", Error: tlsHint(err, cfg.Redis.TLS)}
 	}
 	m, err := queue.New(rdb).Memory(ctx)
 	switch {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -70,22 +69,9 @@ func describeHeld(h heldJSON, l limitsJSON) string {
 	if !h.Held {
 		return ""
 	}
-	var parts []string
-	for _, why := range h.Reasons {
-		switch why {
-		case queue.HeldRate:
-			parts = append(parts, "by the rate limit")
-		case queue.HeldQueue:
-			q := l.HoldQueue
-			if q == "" {
-				q = "the hold queue"
-			}
-			depth := "its depth not read"
-			if h.Depth != nil {
-				depth = count(int64(*h.Depth)) + " ready"
-			}
-			parts = append(parts, fmt.Sprintf("by hold-above (%s: %s)", q, depth))
-		}
+	depth := ""
+	if h.Depth != nil {
+		depth = count(int64(*h.Depth))
 	}
-	return "HELD " + strings.Join(parts, " and ")
+	return "HELD " + queue.HeldWhy(h.Reasons, l.HoldQueue, depth)
 }
