@@ -16,18 +16,11 @@ import (
 // until ctx ends; it returns how many it published. It is fairness-raw's
 // trickle: what a forwarder costing nothing would do beside the burst.
 func (e *env) rawUntil(ctx context.Context, t rabbitTarget, n int, dueOf func(int) time.Time) (int, error) {
-	conn, err := amqp091.Dial(e.o.amqpURL)
+	conn, ch, err := e.rawChannel()
 	if err != nil {
-		return 0, fmt.Errorf("raw publisher connection: %w", err)
+		return 0, err
 	}
 	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return 0, fmt.Errorf("raw publisher channel: %w", err)
-	}
-	if err := ch.Confirm(false); err != nil {
-		return 0, fmt.Errorf("confirm mode: %w", err)
-	}
 	confirms := ch.NotifyPublish(make(chan amqp091.Confirmation, 1024))
 	go func() {
 		for range confirms {

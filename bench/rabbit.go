@@ -95,24 +95,35 @@ func (e *env) consume(t rabbitTarget, tr *tracker) (stop func(), err error) {
 	}, nil
 }
 
+// rawChannel is a connection of the raw publisher's own and a channel on it
+// in confirm mode; closing the connection closes both.
+func (e *env) rawChannel() (*amqp091.Connection, *amqp091.Channel, error) {
+	conn, err := amqp091.Dial(e.o.amqpURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("raw publisher connection: %w", err)
+	}
+	ch, err := conn.Channel()
+	if err == nil {
+		err = ch.Confirm(false)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("raw publisher channel in confirm mode: %w", err)
+	}
+	return conn, ch, nil
+}
+
 // rawPublish measures RabbitMQ's own ceiling: n messages of the benchmark's
 // size and properties published to t on one confirm-mode channel with up to
 // -raw-window unconfirmed, while the consumer behind tr reads them. It returns
 // messages per second from the first publish to the later of the last
 // confirm and the last receipt.
 func (e *env) rawPublish(ctx context.Context, t rabbitTarget, n, size int, tr *tracker) (float64, error) {
-	conn, err := amqp091.Dial(e.o.amqpURL)
+	conn, ch, err := e.rawChannel()
 	if err != nil {
-		return 0, fmt.Errorf("raw publisher connection: %w", err)
+		return 0, err
 	}
 	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return 0, fmt.Errorf("raw publisher channel: %w", err)
-	}
-	if err := ch.Confirm(false); err != nil {
-		return 0, fmt.Errorf("confirm mode: %w", err)
-	}
 	confirms := ch.NotifyPublish(make(chan amqp091.Confirmation, e.o.rawWindow+1))
 	window := make(chan struct{}, e.o.rawWindow)
 	confirmed := make(chan time.Time, 1)
@@ -211,18 +222,11 @@ func (e *env) rawSteady(ctx context.Context, t rabbitTarget, n, rate int) (Laten
 		return Lateness{}, err
 	}
 	defer stop()
-	conn, err := amqp091.Dial(e.o.amqpURL)
+	conn, ch, err := e.rawChannel()
 	if err != nil {
-		return Lateness{}, fmt.Errorf("raw publisher connection: %w", err)
+		return Lateness{}, err
 	}
 	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return Lateness{}, fmt.Errorf("raw publisher channel: %w", err)
-	}
-	if err := ch.Confirm(false); err != nil {
-		return Lateness{}, fmt.Errorf("confirm mode: %w", err)
-	}
 	confirms := ch.NotifyPublish(make(chan amqp091.Confirmation, 1024))
 	go func() {
 		for range confirms {
