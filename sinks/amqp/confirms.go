@@ -31,7 +31,11 @@ func (s *Sink) Publish(ctx context.Context, msgs []sinks.Message) error {
 // returns what Publish would have. The messages of one Start go out contiguously and
 // after those of every Start that returned before, so a caller can publish
 // batch k+1 while the broker still confirms batch k and keep the order.
-// ctx bounds the writing; the caller bounds its wait for done.
+// Start does wait for confirms when the channel's window is full (see
+// Config.MaxUnconfirmed): the broker then has what was written, and Start
+// goes on once it confirmed a quarter of the window. ctx bounds the writing
+// and that wait (the messages not yet written then fail with ctx's error);
+// the caller bounds its wait for done.
 func (s *Sink) Start(ctx context.Context, msgs []sinks.Message) (done <-chan struct{}, result func() error) {
 	s.mu.Lock()
 	closed := s.closed
