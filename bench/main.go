@@ -70,6 +70,7 @@ type sizes struct {
 	intake       int // messages waiting in the intake queue
 	fairBurst    int // fairness's burst, due at one instant over burstSlots
 	fairRate     int // fairness's trickle, messages/s in one slot
+	knobsBurst   int // each of knobs' bursts, due at one instant over burstSlots
 }
 
 var fullSizes = sizes{
@@ -83,6 +84,7 @@ var fullSizes = sizes{
 	intake:     100_000,
 	fairBurst:  100_000,
 	fairRate:   200,
+	knobsBurst: 30_000,
 }
 
 var quickSizes = sizes{
@@ -96,6 +98,7 @@ var quickSizes = sizes{
 	intake:     20_000,
 	fairBurst:  30_000, // 10,000 drain in under a second: too few trickle messages
 	fairRate:   200,
+	knobsBurst: 4_000,
 }
 
 // envFlag collects repeated -daemon-env NAME=VALUE flags.
@@ -208,6 +211,7 @@ var scenarios = []struct {
 	{"rate-limited", runRateLimited},
 	{"api", runAPI},
 	{"fairness", runFairness},
+	{"knobs", runKnobs},
 	// Not run by default: the intake's scenarios (about 3 more minutes
 	// at full size on the 2-core VM), and the raw ceiling alone, to study it.
 	{"intake", runIntake},
