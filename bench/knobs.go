@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // knobs' grid: every MAX_INFLIGHT_BATCHES with every BATCH_SIZE.
@@ -33,6 +34,7 @@ type KnobRun struct {
 	DaemonRSS          int64   `json:"daemon_rss_bytes"`
 	Early              int     `json:"early"`
 	Lost               int     `json:"lost"`
+	Noise              string  `json:"noise,omitempty"` // the machine's noise line during the burst
 }
 
 func (k KnobRun) isDefault() bool {
@@ -136,6 +138,11 @@ func (e *env) knobRun(ctx context.Context, i int, k KnobRun, slots, n int) (Knob
 	k.DaemonCPUus = round2(one.DaemonCPU * 1e6 / float64(n))
 	k.DaemonRSS = one.DaemonRSS
 	k.Early, k.Lost = one.Early, one.Lost
+	for _, n := range one.Notes {
+		if strings.HasPrefix(n, "machine noise") {
+			k.Noise = n
+		}
+	}
 	return k, nil
 }
 
