@@ -129,6 +129,11 @@ func (s *Sink) send(ctx context.Context, b *batch, msgs []sinks.Message) {
 // then, as a Start during a block would be). A channel that ended is left to
 // the next add, which parks the rest for its tracker's blame.
 func (s *Sink) waitRoom(ctx context.Context, sess *session, room <-chan struct{}) error {
+	// A block that began before room was handed out woke nobody: no
+	// confirm frees the window until it lifts.
+	if reason := s.blockedBy(); reason != "" {
+		return &sinks.BlockedError{Reason: reason}
+	}
 	sess.w.uncork()
 	defer sess.w.cork()
 	select {

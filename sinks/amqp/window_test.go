@@ -202,4 +202,10 @@ func TestBlockWhileWaitingForTheWindowFailsTheRest(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the block did not end the wait for the window")
 	}
+	// A window found full while the broker already blocks: nothing will
+	// wake the wait, so it does not begin.
+	room, _ = sess.tr.add(2, &pending{b: newBatch(1)})
+	if err := s.waitRoom(context.Background(), sess, room); !errors.As(err, new(*sinks.BlockedError)) {
+		t.Fatalf("wait for the window after a block began: %v, want a BlockedError", err)
+	}
 }
