@@ -193,7 +193,7 @@ type Report struct {
 
 // defaultRun is what -run runs unless told otherwise: every scenario of
 // issue #15's targets.
-const defaultRun = "steady,burst,burst-spread,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall,rate-limited,api,fairness,recurring"
+const defaultRun = "steady,burst,burst-spread,burst-harness,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall,rate-limited,api,fairness,recurring"
 
 // scenarios in the order they run.
 var scenarios = []struct {
@@ -203,6 +203,7 @@ var scenarios = []struct {
 	{"steady", runSteady},
 	{"burst", runBurst},
 	{"burst-spread", runBurstSpread},
+	{"burst-harness", runBurstHarness},
 	{"backlog", runBacklog},
 	{"idle", runIdle},
 	{"idle-poll", runIdlePoll},
