@@ -57,28 +57,14 @@ func (e *env) burst(ctx context.Context, name string, spread time.Duration) (Sce
 	} else {
 		r.Ceilings["redis_claim_ack"] = rate
 	}
-	before, cpu, err := e.rawRabbit(ctx, target, n)
+	before, after, err := e.aroundRaw(ctx, &r, target, n, func() error {
+		return e.burstThroughDaemon(ctx, &r, prefix, amqpVars(prefix, target, slots), slots, n, spread, func(tr *tracker) (func(), error) {
+			return e.consume(target, tr)
+		})
+	})
 	if err != nil {
 		return r, err
 	}
-	r.Ceilings["rabbitmq_confirms_before"] = before
-	r.RawCPU = map[string]map[string]float64{"rabbitmq_confirms_before": cpu}
-
-	if err := e.burstThroughDaemon(ctx, &r, prefix, amqpVars(prefix, target, slots), slots, n, spread, func(tr *tracker) (func(), error) {
-		return e.consume(target, tr)
-	}); err != nil {
-		return r, err
-	}
-
-	after, cpu, err := e.rawRabbit(ctx, target, n)
-	if err != nil {
-		return r, err
-	}
-	r.Ceilings["rabbitmq_confirms_after"] = after
-	r.RawCPU["rabbitmq_confirms_after"] = cpu
-	// The ceiling is the mean of the raw runs right before and right after
-	// the daemon's: the broker's rate around the time the daemon ran.
-	r.Ceiling = math.Round((before + after) / 2)
 	higher := max(before, after)
 	if spread > 0 {
 		// Messages falling due over spread cannot arrive faster than that.
@@ -101,6 +87,29 @@ func (e *env) burst(ctx context.Context, name string, spread time.Duration) (Sce
 		e.burstRun = &r
 	}
 	return r, nil
+}
+
+// aroundRaw runs run between two measurements of RabbitMQ's raw ceiling
+// with n messages to target, and records both in r: Ceilings, RawCPU, and
+// as Ceiling their mean, the broker's rate around the time run ran.
+func (e *env) aroundRaw(ctx context.Context, r *Scenario, target rabbitTarget, n int, run func() error) (before, after float64, err error) {
+	before, cpu, err := e.rawRabbit(ctx, target, n)
+	if err != nil {
+		return 0, 0, err
+	}
+	r.Ceilings["rabbitmq_confirms_before"] = before
+	r.RawCPU = map[string]map[string]float64{"rabbitmq_confirms_before": cpu}
+	if err := run(); err != nil {
+		return 0, 0, err
+	}
+	after, cpu, err = e.rawRabbit(ctx, target, n)
+	if err != nil {
+		return 0, 0, err
+	}
+	r.Ceilings["rabbitmq_confirms_after"] = after
+	r.RawCPU["rabbitmq_confirms_after"] = cpu
+	r.Ceiling = math.Round((before + after) / 2)
+	return before, after, nil
 }
 
 // rabbitCosts fills the per-message costs of a burst of n: the daemon's and

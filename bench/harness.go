@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"sync"
 	"time"
@@ -42,24 +41,12 @@ func runBurstHarness(ctx context.Context, e *env) (Scenario, error) {
 	}
 	defer restore()
 
-	before, cpu, err := e.rawRabbit(ctx, target, n)
+	before, after, err := e.aroundRaw(ctx, &r, target, n, func() error {
+		return e.harnessThroughDaemon(ctx, &r, prefix, target, slots, n)
+	})
 	if err != nil {
 		return r, err
 	}
-	r.Ceilings["rabbitmq_confirms_before"] = before
-	r.RawCPU = map[string]map[string]float64{"rabbitmq_confirms_before": cpu}
-
-	if err := e.harnessThroughDaemon(ctx, &r, prefix, target, slots, n); err != nil {
-		return r, err
-	}
-
-	after, cpu, err := e.rawRabbit(ctx, target, n)
-	if err != nil {
-		return r, err
-	}
-	r.Ceilings["rabbitmq_confirms_after"] = after
-	r.RawCPU["rabbitmq_confirms_after"] = cpu
-	r.Ceiling = math.Round((before + after) / 2)
 	r.Ratio = ratio(r.Throughput, r.Ceiling)
 	r.Notes = append(r.Notes, fmt.Sprintf("raw RabbitMQ %.0f msg/s before and %.0f after the daemon's run; against the higher one the ratio is %.2f", before, after, ratio(r.Throughput, max(before, after))))
 	r.rabbitCosts(n)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sync"
 	"time"
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
@@ -257,39 +256,13 @@ func spanOf(ts []time.Time) time.Duration {
 // consumeTicks is consume for ticks: a tick's body is the same at every
 // tick, so its due time comes from its x-delaybridge-due header.
 func (e *env) consumeTicks(t rabbitTarget, tr *tracker) (stop func(), err error) {
-	conn, err := amqp091.Dial(e.o.amqpURL)
-	if err != nil {
-		return nil, fmt.Errorf("consumer connection: %w", err)
-	}
-	ch, err := conn.Channel()
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("consumer channel: %w", err)
-	}
-	deliveries, err := ch.Consume(t.name, "", true, false, false, false, nil)
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("consume %s: %w", t.name, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for d := range deliveries {
-			at := time.Now().UnixNano()
-			seq, _, ok := parseBody(d.Body)
-			due, isInt := d.Headers[sinks.HeaderDue].(int64)
-			if !ok || !isInt {
-				tr.bad.Add(1)
-				continue
-			}
-			tr.record(seq, due, at)
+	return e.consumeWith(t, func(d amqp091.Delivery, at int64) {
+		seq, _, ok := parseBody(d.Body)
+		due, isInt := d.Headers[sinks.HeaderDue].(int64)
+		if !ok || !isInt {
+			tr.bad.Add(1)
+			return
 		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			conn.Close()
-			<-done
-		})
-	}, nil
+		tr.record(seq, due, at)
+	})
 }
