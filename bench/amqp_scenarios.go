@@ -179,19 +179,30 @@ func (e *env) burstThroughDaemon(ctx context.Context, r *Scenario, prefix string
 	if left := time.Until(due); left < 200*time.Millisecond {
 		return fmt.Errorf("scheduling took too long: %s left before the due time", left)
 	}
-	time.Sleep(time.Until(due) - 100*time.Millisecond)
+	return e.drainWindow(ctx, r, d, tr, stop, filepath.Base(prefix), due, due.Add(spread), 0)
+}
+
+// drainWindow measures the delivery of tr's messages, due from first to
+// last: the window opens just before first and closes settle after every
+// message arrived (or none arrived for 20 s; settle lets the last acks
+// land), then stop ends the consumer. Throughput counts from first.
+func (e *env) drainWindow(ctx context.Context, r *Scenario, d *daemon, tr *tracker, stop func(), name string, first, last time.Time, settle time.Duration) error {
+	if !sleepUntil(ctx, first.Add(-100*time.Millisecond)) {
+		return ctx.Err()
+	}
 	w := e.startWindow(ctx, d)
-	all := tr.wait(due.Add(spread+5*time.Minute), 20*time.Second)
+	all := tr.wait(last.Add(5*time.Minute), 20*time.Second)
+	sleep(ctx, settle)
 	w.end(ctx, r)
 	stop()
 	out := tr.outcome()
 	out.fill(r)
-	e.dump(filepath.Base(prefix), tr)
+	e.dump(name, tr)
 	if out.received > 0 {
-		r.Throughput = perSecond(float64(out.received), out.lastRecv.Sub(due))
+		r.Throughput = perSecond(float64(out.received), out.lastRecv.Sub(first))
 	}
 	if !all {
-		r.Notes = append(r.Notes, fmt.Sprintf("only %d of %d arrived", out.received, n))
+		r.Notes = append(r.Notes, fmt.Sprintf("only %d of %d arrived", out.received, tr.n))
 	}
 	r.Notes = append(r.Notes, d.failures()...)
 	r.Notes = append(r.Notes, d.histograms())

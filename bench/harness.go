@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -97,24 +96,7 @@ func (e *env) harnessThroughDaemon(ctx context.Context, r *Scenario, prefix stri
 	if gap < 200*time.Millisecond {
 		return fmt.Errorf("writing took too long: %s left before the due time", gap)
 	}
-	time.Sleep(time.Until(due) - 100*time.Millisecond)
-	w := e.startWindow(ctx, d)
-	all := tr.wait(due.Add(5*time.Minute), 20*time.Second)
-	w.end(ctx, r)
-	stop()
-	out := tr.outcome()
-	out.fill(r)
-	e.dump("burst-harness", tr)
-	if out.received > 0 {
-		r.Throughput = perSecond(float64(out.received), out.lastRecv.Sub(due))
-	}
-	if !all {
-		r.Notes = append(r.Notes, fmt.Sprintf("only %d of %d arrived", out.received, n))
-	}
-	r.Notes = append(r.Notes, d.failures()...)
-	r.Notes = append(r.Notes, d.histograms())
-	fmt.Fprintf(os.Stderr, "   delaybridge: %.0f msg/s, p99 %.1f ms\n", r.Throughput, r.Lateness.P99)
-	return nil
+	return e.drainWindow(ctx, r, d, tr, stop, "burst-harness", due, due, 0)
 }
 
 // writeOneByOne writes n messages due at due into t's slots, one ZADD per

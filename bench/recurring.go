@@ -92,16 +92,53 @@ type recurSide struct {
 // writeCost is what writing one message or recurrence cost Redis.
 type writeCost struct{ cpuUs, cmds float64 }
 
+// recurringSide sets n recurrences "@every every", one SetRecurrence call
+// each, and measures the delivery of their first ticks; afterwards every
+// one must have exactly one next tick waiting.
 func (e *env) recurringSide(ctx context.Context, n, slots int, every time.Duration) (recurSide, error) {
-	var s recurSide
-	t, d, target, drop, err := e.envelopeDaemon(ctx, "recurring", slots)
+	spec := "@every " + every.String()
+	return e.side(ctx, "recurring", n, slots, e.consumeTicks, func(t queue.Topic, dues []time.Time) error {
+		for i := range n {
+			rc := queue.Recurrence{ID: fmt.Sprintf("r%06d", i), Spec: spec, Message: queue.Message{Body: body(i, 0, e.o.size)}}
+			var err error
+			if dues[i], err = e.q.SetRecurrence(ctx, t, rc); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func(t queue.Topic) error { return e.checkNextTicks(ctx, t, n) })
+}
+
+// oneOffSide schedules n one-off messages due at dues shifted to start
+// burstLead from now, one Schedule call each, and measures their delivery.
+func (e *env) oneOffSide(ctx context.Context, n, slots int, dues []time.Time) (recurSide, error) {
+	shift := time.Now().Add(burstLead(n) + 2*time.Second).Truncate(time.Millisecond).Sub(slices.MinFunc(dues, time.Time.Compare))
+	return e.side(ctx, "recurring-oneoff", n, slots, e.consume, func(t queue.Topic, out []time.Time) error {
+		for i := range n {
+			out[i] = dues[i].Add(shift)
+			m := queue.Message{ID: fmt.Sprintf("m%06d", i), Body: body(i, out[i].UnixMilli(), e.o.size)}
+			if _, err := e.q.Schedule(ctx, t, m, queue.At(out[i])); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil)
+}
+
+// side is one side of the recurring scenario: a daemon on an envelope
+// topic of its own, a consumer, n messages written by write (which fills
+// in their due times) with Redis's cost and memory measured around it,
+// their delivery measured by drainWindow, and check run afterwards.
+func (e *env) side(ctx context.Context, name string, n, slots int, consume func(rabbitTarget, *tracker) (func(), error), write func(queue.Topic, []time.Time) error, check func(queue.Topic) error) (recurSide, error) {
+	s := recurSide{dues: make([]time.Time, n)}
+	t, d, target, drop, err := e.envelopeDaemon(ctx, name, slots)
 	if err != nil {
 		return s, err
 	}
 	defer drop()
 	defer d.finish(e.o.keepLogs)
 	tr := newTracker(n)
-	stop, err := e.consumeTicks(target, tr)
+	stop, err := consume(target, tr)
 	if err != nil {
 		return s, err
 	}
@@ -112,68 +149,27 @@ func (e *env) recurringSide(ctx context.Context, n, slots int, every time.Durati
 	if err != nil {
 		return s, err
 	}
-	s.dues = make([]time.Time, n)
 	start := time.Now()
-	spec := "@every " + every.String()
-	for i := range n {
-		rc := queue.Recurrence{ID: fmt.Sprintf("r%06d", i), Spec: spec, Message: queue.Message{Body: body(i, 0, e.o.size)}}
-		if s.dues[i], err = e.q.SetRecurrence(ctx, t, rc); err != nil {
-			return s, err
-		}
+	if err := write(t, s.dues); err != nil {
+		return s, err
 	}
 	s.setFor = time.Since(start)
 	after, err := e.redisCounters(ctx)
 	if err != nil {
 		return s, err
 	}
-	s.write, s.bytes = writeCostOf(before, after, n), float64(after.mem-before.mem)/float64(n)
-	if err := e.deliverWindow(ctx, &s.Scenario, d, tr, s.dues); err != nil {
-		return s, err
-	}
-	return s, e.checkNextTicks(ctx, t, n)
-}
-
-// oneOffSide schedules n one-off messages due at dues shifted to start
-// burstLead from now, one Schedule call each, and measures their delivery.
-func (e *env) oneOffSide(ctx context.Context, n, slots int, dues []time.Time) (recurSide, error) {
-	var s recurSide
-	t, d, target, drop, err := e.envelopeDaemon(ctx, "recurring-oneoff", slots)
-	if err != nil {
-		return s, err
-	}
-	defer drop()
-	defer d.finish(e.o.keepLogs)
-	tr := newTracker(n)
-	stop, err := e.consume(target, tr)
-	if err != nil {
-		return s, err
-	}
-	defer stop()
-
-	first := slices.MinFunc(dues, time.Time.Compare)
-	shift := time.Now().Add(burstLead(n) + 2*time.Second).Truncate(time.Millisecond).Sub(first)
-	s.dues = make([]time.Time, n)
-	e.waitLazyFree(ctx)
-	before, err := e.redisCounters(ctx)
-	if err != nil {
-		return s, err
-	}
-	for i := range n {
-		s.dues[i] = dues[i].Add(shift)
-		m := queue.Message{ID: fmt.Sprintf("m%06d", i), Body: body(i, s.dues[i].UnixMilli(), e.o.size)}
-		if _, err := e.q.Schedule(ctx, t, m, queue.At(s.dues[i])); err != nil {
-			return s, err
-		}
-	}
-	after, err := e.redisCounters(ctx)
-	if err != nil {
-		return s, err
-	}
-	if left := time.Until(slices.MinFunc(s.dues, time.Time.Compare)); left < 200*time.Millisecond {
-		return s, fmt.Errorf("scheduling took too long: %s left before the first due time", left)
+	first, last := slices.MinFunc(s.dues, time.Time.Compare), slices.MaxFunc(s.dues, time.Time.Compare)
+	if left := time.Until(first); left < 200*time.Millisecond {
+		return s, fmt.Errorf("writing took too long: %s left before the first due time", left)
 	}
 	s.write, s.bytes = writeCostOf(before, after, n), float64(after.mem-before.mem)/float64(n)
-	return s, e.deliverWindow(ctx, &s.Scenario, d, tr, s.dues)
+	if err := e.drainWindow(ctx, &s.Scenario, d, tr, stop, name, first, last, 300*time.Millisecond); err != nil {
+		return s, err
+	}
+	if check != nil {
+		return s, check(t)
+	}
+	return s, nil
 }
 
 // envelopeDaemon is a daemon serving one envelope topic "bench" of slots
@@ -193,30 +189,6 @@ func (e *env) envelopeDaemon(ctx context.Context, name string, slots int) (queue
 	t := benchTopic(prefix, slots)
 	t.Format = queue.FormatEnvelope
 	return t, d, target, drop, nil
-}
-
-// deliverWindow measures the delivery of tr's messages, due at dues: from
-// just before the first falls due until all arrived and the last one's
-// settlement (and, for a tick, its next tick) has been written.
-func (e *env) deliverWindow(ctx context.Context, r *Scenario, d *daemon, tr *tracker, dues []time.Time) error {
-	first, last := slices.MinFunc(dues, time.Time.Compare), slices.MaxFunc(dues, time.Time.Compare)
-	if !sleepUntil(ctx, first.Add(-100*time.Millisecond)) {
-		return ctx.Err()
-	}
-	w := e.startWindow(ctx, d)
-	all := tr.wait(last.Add(time.Minute), 20*time.Second)
-	sleep(ctx, 300*time.Millisecond) // the last batch's ack, after its confirm
-	w.end(ctx, r)
-	out := tr.outcome()
-	out.fill(r)
-	if out.received > 0 {
-		r.Throughput = perSecond(float64(out.received), out.lastRecv.Sub(first))
-	}
-	if !all {
-		r.Notes = append(r.Notes, fmt.Sprintf("only %d of %d arrived", out.received, tr.n))
-	}
-	r.Notes = append(r.Notes, d.failures()...)
-	return nil
 }
 
 // checkNextTicks fails unless every one of n recurrences has its next tick
