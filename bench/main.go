@@ -67,10 +67,12 @@ type sizes struct {
 	memory       int           // messages of memory, each way
 	stallRate    int           // kafka-stall's messages/s
 	kafkaBurst   int
-	intake       int // messages waiting in the intake queue
-	fairBurst    int // fairness's burst, due at one instant over burstSlots
-	fairRate     int // fairness's trickle, messages/s in one slot
-	knobsBurst   int // each of knobs' bursts, due at one instant over burstSlots
+	intake       int           // messages waiting in the intake queue
+	fairBurst    int           // fairness's burst, due at one instant over burstSlots
+	fairRate     int           // fairness's trickle, messages/s in one slot
+	recurring    int           // recurrences (and one-off messages) of recurring
+	recurEvery   time.Duration // their period
+	knobsBurst   int           // each of knobs' bursts, due at one instant over burstSlots
 }
 
 var fullSizes = sizes{
@@ -84,6 +86,7 @@ var fullSizes = sizes{
 	intake:     100_000,
 	fairBurst:  100_000,
 	fairRate:   200,
+	recurring:  10_000, recurEvery: time.Minute,
 	knobsBurst: 30_000,
 }
 
@@ -98,6 +101,7 @@ var quickSizes = sizes{
 	intake:     20_000,
 	fairBurst:  30_000, // 10,000 drain in under a second: too few trickle messages
 	fairRate:   200,
+	recurring:  1_000, recurEvery: 5 * time.Second,
 	knobsBurst: 4_000,
 }
 
@@ -192,7 +196,7 @@ type Report struct {
 
 // defaultRun is what -run runs unless told otherwise: every scenario of
 // issue #15's targets.
-const defaultRun = "steady,burst,burst-spread,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall,rate-limited,api,fairness"
+const defaultRun = "steady,burst,burst-spread,burst-harness,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall,rate-limited,api,fairness,recurring"
 
 // scenarios in the order they run.
 var scenarios = []struct {
@@ -202,6 +206,7 @@ var scenarios = []struct {
 	{"steady", runSteady},
 	{"burst", runBurst},
 	{"burst-spread", runBurstSpread},
+	{"burst-harness", runBurstHarness},
 	{"backlog", runBacklog},
 	{"idle", runIdle},
 	{"idle-poll", runIdlePoll},
@@ -211,13 +216,15 @@ var scenarios = []struct {
 	{"rate-limited", runRateLimited},
 	{"api", runAPI},
 	{"fairness", runFairness},
-	{"knobs", runKnobs},
+	{"recurring", runRecurring},
 	// Not run by default: the intake's scenarios (about 3 more minutes
-	// at full size on the 2-core VM), and the raw ceiling alone, to study it.
+	// at full size on the 2-core VM), the raw ceiling alone, to study it,
+	// and knobs (2–3.5 more minutes: one daemon per setting).
 	{"intake", runIntake},
 	{"intake-delay", runIntakeDelay},
 	{"raw-rabbitmq", runRawRabbit},
 	{"fairness-raw", runFairnessRaw},
+	{"knobs", runKnobs},
 }
 
 func run(ctx context.Context, o options) error {
