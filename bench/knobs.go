@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -90,27 +89,22 @@ func runKnobs(ctx context.Context, e *env) (Scenario, error) {
 		return r, err
 	}
 	defer drop()
-	before, _, err := e.rawRabbit(ctx, rawTarget, n)
-	if err != nil {
+	if _, _, err := e.aroundRaw(ctx, &r, rawTarget, n, func() error {
+		for i, k := range knobsPlan(e.o.quick) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			run, err := e.knobRun(ctx, i, k, slots, n)
+			if err != nil {
+				return fmt.Errorf("%s: %w", k.label(), err)
+			}
+			fmt.Fprintf(os.Stderr, "   %s: %.0f msg/s, daemon %.1f µs/msg, peak RSS %.1f MiB\n", k.label(), run.Throughput, run.DaemonCPUus, float64(run.DaemonRSS)/(1<<20))
+			r.Knobs = append(r.Knobs, run)
+		}
+		return nil
+	}); err != nil {
 		return r, err
 	}
-	for i, k := range knobsPlan(e.o.quick) {
-		if ctx.Err() != nil {
-			return r, ctx.Err()
-		}
-		run, err := e.knobRun(ctx, i, k, slots, n)
-		if err != nil {
-			return r, fmt.Errorf("%s: %w", k.label(), err)
-		}
-		fmt.Fprintf(os.Stderr, "   %s: %.0f msg/s, daemon %.1f µs/msg, peak RSS %.1f MiB\n", k.label(), run.Throughput, run.DaemonCPUus, float64(run.DaemonRSS)/(1<<20))
-		r.Knobs = append(r.Knobs, run)
-	}
-	after, _, err := e.rawRabbit(ctx, rawTarget, n)
-	if err != nil {
-		return r, err
-	}
-	r.Ceilings["rabbitmq_confirms_before"], r.Ceilings["rabbitmq_confirms_after"] = before, after
-	r.Ceiling = math.Round((before + after) / 2)
 	r.knobsVerdict()
 	return r, nil
 }
