@@ -72,6 +72,7 @@ type sizes struct {
 	fairRate     int           // fairness's trickle, messages/s in one slot
 	recurring    int           // recurrences (and one-off messages) of recurring
 	recurEvery   time.Duration // their period
+	knobsBurst   int           // each of knobs' bursts, due at one instant over burstSlots
 }
 
 var fullSizes = sizes{
@@ -86,6 +87,7 @@ var fullSizes = sizes{
 	fairBurst:  100_000,
 	fairRate:   200,
 	recurring:  10_000, recurEvery: time.Minute,
+	knobsBurst: 30_000,
 }
 
 var quickSizes = sizes{
@@ -100,6 +102,7 @@ var quickSizes = sizes{
 	fairBurst:  30_000, // 10,000 drain in under a second: too few trickle messages
 	fairRate:   200,
 	recurring:  1_000, recurEvery: 5 * time.Second,
+	knobsBurst: 4_000,
 }
 
 // envFlag collects repeated -daemon-env NAME=VALUE flags.
@@ -215,11 +218,13 @@ var scenarios = []struct {
 	{"fairness", runFairness},
 	{"recurring", runRecurring},
 	// Not run by default: the intake's scenarios (about 3 more minutes
-	// at full size on the 2-core VM), and the raw ceiling alone, to study it.
+	// at full size on the 2-core VM), the raw ceiling alone, to study it,
+	// and knobs (2–3.5 more minutes: one daemon per setting).
 	{"intake", runIntake},
 	{"intake-delay", runIntakeDelay},
 	{"raw-rabbitmq", runRawRabbit},
 	{"fairness-raw", runFairnessRaw},
+	{"knobs", runKnobs},
 }
 
 func run(ctx context.Context, o options) error {

@@ -72,6 +72,8 @@ type Scenario struct {
 	Trickle *TrickleResult `json:"trickle,omitempty"`
 	// HTTP is the api scenario's measurements.
 	HTTP *HTTPResult `json:"http,omitempty"`
+	// Knobs are the knobs scenario's bursts, one per daemon setting.
+	Knobs []KnobRun `json:"knobs,omitempty"`
 	// Ceilings are the raw rates measured in the same run (messages/s).
 	Ceilings map[string]float64 `json:"ceilings,omitempty"`
 	Notes    []string           `json:"notes,omitempty"`

@@ -15,6 +15,7 @@ const (
 	DefaultReconnectMin   = 100 * time.Millisecond
 	DefaultReconnectMax   = 5 * time.Second
 	DefaultWriteTimeout   = 30 * time.Second
+	DefaultMaxUnconfirmed = 1000
 )
 
 // Config says where and how the sink publishes.
@@ -41,6 +42,15 @@ type Config struct {
 	// Name is the connection name shown in RabbitMQ's management UI (client
 	// property connection_name); "" sends none.
 	Name string
+	// MaxUnconfirmed is the most messages published on the channel and not
+	// yet confirmed by the broker; a publish that would exceed it sends
+	// what it wrote and waits for confirms. amqp091-go walks every
+	// unconfirmed publish of a channel on each multiple ack, so the CPU
+	// per message grows with this window, while a window that covers the
+	// broker's confirm round trip at its full rate is all the rate needs.
+	// It makes the forwarder's in-flight settings (batches × batch size ×
+	// slots) upper bounds rather than what is on the wire. Default 1000.
+	MaxUnconfirmed int
 	// HoldQueue, when set, is the queue whose ready messages QueueDepth
 	// counts (flow control); CheckDestination requires it to exist.
 	HoldQueue string
@@ -60,6 +70,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = DefaultWriteTimeout
 	}
+	if c.MaxUnconfirmed == 0 {
+		c.MaxUnconfirmed = DefaultMaxUnconfirmed
+	}
 	var errs []error
 	if c.URL == "" {
 		errs = append(errs, errors.New("URL is empty: want amqp://user:pass@host:port/vhost or amqps://"))
@@ -76,6 +89,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.WriteTimeout < 0 {
 		errs = append(errs, fmt.Errorf("WriteTimeout %v is negative", c.WriteTimeout))
+	}
+	if c.MaxUnconfirmed < 0 {
+		errs = append(errs, fmt.Errorf("MaxUnconfirmed %d is negative", c.MaxUnconfirmed))
 	}
 	return c, errors.Join(errs...)
 }

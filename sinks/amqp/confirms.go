@@ -31,7 +31,11 @@ func (s *Sink) Publish(ctx context.Context, msgs []sinks.Message) error {
 // returns what Publish would have. The messages of one Start go out contiguously and
 // after those of every Start that returned before, so a caller can publish
 // batch k+1 while the broker still confirms batch k and keep the order.
-// ctx bounds the writing; the caller bounds its wait for done.
+// Start does wait for confirms when the channel's window is full (see
+// Config.MaxUnconfirmed): the broker then has what was written, and Start
+// goes on once it confirmed a quarter of the window. ctx bounds the writing
+// and that wait (the messages not yet written then fail with ctx's error);
+// the caller bounds its wait for done.
 func (s *Sink) Start(ctx context.Context, msgs []sinks.Message) (done <-chan struct{}, result func() error) {
 	s.mu.Lock()
 	closed := s.closed
@@ -95,7 +99,15 @@ func (s *Sink) send(ctx context.Context, b *batch, msgs []sinks.Message) {
 		}
 		p := s.pending(slab, b, msgs, i)
 		tag := sess.ch.GetNextPublishSeqNo()
-		if !sess.tr.add(tag, p) {
+		room, ok := sess.tr.add(tag, p)
+		for ok && room != nil {
+			if err := s.waitRoom(ctx, sess, room); err != nil {
+				b.resolveFrom(i, err)
+				return
+			}
+			room, ok = sess.tr.add(tag, p)
+		}
+		if !ok {
 			s.parkRest(sess, slab, b, msgs, i)
 			return
 		}
@@ -107,6 +119,32 @@ func (s *Sink) send(ctx context.Context, b *batch, msgs []sinks.Message) {
 			return
 		}
 	}
+}
+
+// waitRoom waits, with what was written so far sent to the broker, until
+// the channel's window has room again (room closes: confirms came, the
+// channel ended, or the broker blocked publishing). A non-nil result fails
+// the messages not yet published: ctx ended, or the broker blocks (the
+// published ones are confirmed once it lifts; the rest is claimed again
+// then, as a Start during a block would be). A channel that ended is left to
+// the next add, which parks the rest for its tracker's blame.
+func (s *Sink) waitRoom(ctx context.Context, sess *session, room <-chan struct{}) error {
+	// A block that began before room was handed out woke nobody: no
+	// confirm frees the window until it lifts.
+	if reason := s.blockedBy(); reason != "" {
+		return &sinks.BlockedError{Reason: reason}
+	}
+	sess.w.uncork()
+	defer sess.w.cork()
+	select {
+	case <-room:
+	case <-ctx.Done():
+		return fmt.Errorf("publish: wait for confirms to free the window: %w", ctx.Err())
+	}
+	if reason := s.blockedBy(); reason != "" {
+		return &sinks.BlockedError{Reason: reason}
+	}
+	return nil
 }
 
 // parkRest hands message i and the later unsettled ones of b to the closing
@@ -216,28 +254,68 @@ type identity struct{ messageID, exchange, key string }
 // message with its identity, and the ack then reports the failure. Returns
 // are rare, so a return searches the pending messages rather than every
 // publish keeping an index by identity.
+//
+// It also bounds the channel's window: at most window messages published
+// and unconfirmed (see Config.MaxUnconfirmed for why).
 type tracker struct {
 	mu     sync.Mutex
 	tags   map[uint64]*pending
 	low    uint64               // lowest tag whose confirm has not been seen
 	unsent []*pending           // publish refused by the closing channel
 	blame  func(*pending) error // set when the channel ended
+	window int                  // most messages in tags
+	// room, while a publisher waits for the window, closes once a quarter
+	// of it is free (so a full window is refilled in chunks, not one
+	// message per confirm), when the channel ends, or at wake.
+	room chan struct{}
+	peak int // the most messages tags held (tests)
 }
 
-func newTracker() *tracker {
-	return &tracker{tags: make(map[uint64]*pending), low: 1}
+func newTracker(window int) *tracker {
+	return &tracker{tags: make(map[uint64]*pending), low: 1, window: window}
 }
 
-// add registers tag before its message is published. False: the channel is
-// gone, do not publish.
-func (t *tracker) add(tag uint64, p *pending) bool {
+// add registers tag before its message is published. ok false: the channel
+// is gone, do not publish. room non-nil: the window is full, publish nothing
+// until room closes, then add again.
+func (t *tracker) add(tag uint64, p *pending) (room <-chan struct{}, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.blame != nil {
-		return false
+		return nil, false
+	}
+	if len(t.tags) >= t.window {
+		if t.room == nil {
+			t.room = make(chan struct{})
+		}
+		return t.room, true
 	}
 	t.tags[tag] = p
-	return true
+	t.peak = max(t.peak, len(t.tags))
+	return nil, true
+}
+
+// freed wakes a publisher waiting for the window once a quarter of it is
+// free; mu is held.
+func (t *tracker) freed() {
+	if t.room != nil && len(t.tags) <= t.window-max(t.window/4, 1) {
+		t.wakeLocked()
+	}
+}
+
+// wake wakes a publisher waiting for the window whatever its room: the
+// broker blocked publishing, so it must look why.
+func (t *tracker) wake() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.wakeLocked()
+}
+
+func (t *tracker) wakeLocked() {
+	if t.room != nil {
+		close(t.room)
+		t.room = nil
+	}
 }
 
 // remove forgets tag after its publish failed; false when the tracker had
@@ -292,6 +370,9 @@ loop:
 			break loop
 		case b := <-blocks:
 			s.setBlocked(blockReason(b))
+			if b.Active {
+				sess.tr.wake()
+			}
 		case <-s.ctx.Done():
 			s.shutdown(sess, l)
 			return false
@@ -334,6 +415,7 @@ func (t *tracker) confirmed(c amqp091.Confirmation) {
 		t.low++
 	}
 	p := t.take(c.DeliveryTag)
+	t.freed()
 	if p == nil {
 		return
 	}
@@ -368,6 +450,7 @@ func (t *tracker) fail(blame func(*pending) error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.blame = blame
+	t.wakeLocked()
 	for tag, p := range t.tags {
 		delete(t.tags, tag)
 		p.b.resolve(p.i, blame(p))

@@ -13,7 +13,7 @@ import (
 
 // track registers ids as tags 1..n of a fresh tracker, all to exchange "ex".
 func track(ids ...identity) (*tracker, *batch) {
-	tr := newTracker()
+	tr := newTracker(DefaultMaxUnconfirmed)
 	b := newBatch(len(ids))
 	for i, id := range ids {
 		tr.add(uint64(i+1), &pending{b: b, i: i, id: id})
@@ -112,8 +112,60 @@ func TestChannelCloseNeverReportsSuccess(t *testing.T) {
 	if err := errsOf(t, late)[0]; !errors.Is(err, sinks.ErrNotConnected) {
 		t.Errorf("late message: %v", err)
 	}
-	if tr.add(9, &pending{b: newBatch(1)}) {
+	if _, ok := tr.add(9, &pending{b: newBatch(1)}); ok {
 		t.Errorf("a closed tracker accepted a tag")
+	}
+}
+
+// TestWindowRefusesTagsUntilAQuarterIsConfirmed: a full window hands out a
+// room to wait on, which closes once a quarter of the window is confirmed
+// (not at the first confirm), or at once when the channel ends.
+func TestWindowRefusesTagsUntilAQuarterIsConfirmed(t *testing.T) {
+	tr := newTracker(8)
+	b := newBatch(9)
+	for i := range 8 {
+		if room, ok := tr.add(uint64(i+1), &pending{b: b, i: i}); room != nil || !ok {
+			t.Fatalf("tag %d refused below the window (room %v, ok %v)", i+1, room, ok)
+		}
+	}
+	room, ok := tr.add(9, &pending{b: b, i: 8})
+	if room == nil || !ok {
+		t.Fatalf("tag 9 beyond a window of 8: room %v, ok %v, want a room to wait on", room, ok)
+	}
+	isClosed := func(c <-chan struct{}) bool {
+		select {
+		case <-c:
+			return true
+		default:
+			return false
+		}
+	}
+	tr.confirmed(ack(1))
+	if isClosed(room) {
+		t.Fatalf("room closed after one confirm of a window of 8, want after a quarter")
+	}
+	tr.confirmed(ack(2))
+	if !isClosed(room) {
+		t.Fatalf("room still closed with a quarter of the window free")
+	}
+	if room, ok := tr.add(9, &pending{b: b, i: 8}); room != nil || !ok {
+		t.Fatalf("tag 9 refused with room (room %v, ok %v)", room, ok)
+	}
+	if tr.peak != 8 {
+		t.Errorf("peak %d, want the window, 8", tr.peak)
+	}
+
+	tr.add(10, &pending{b: b, i: 8}) // fills the window again
+	room, _ = tr.add(11, &pending{b: b, i: 8})
+	if room == nil {
+		t.Fatalf("full window gave no room to wait on")
+	}
+	tr.fail(func(*pending) error { return errClosed })
+	if !isClosed(room) {
+		t.Fatalf("the channel ended and the room did not close")
+	}
+	if _, ok := tr.add(12, &pending{b: b, i: 8}); ok {
+		t.Fatalf("a closed tracker accepted a tag")
 	}
 }
 
@@ -182,11 +234,14 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 	if cfg.MaxMessageSize != 128<<20 || cfg.ReconnectMin != 100*time.Millisecond || cfg.ReconnectMax != 5*time.Second {
 		t.Errorf("defaults: %+v", cfg)
 	}
-	_, err = Config{URL: "http://u:secret@h/", MaxMessageSize: -1, ReconnectMin: time.Minute, ReconnectMax: time.Second}.withDefaults()
+	if cfg.MaxUnconfirmed != DefaultMaxUnconfirmed {
+		t.Errorf("MaxUnconfirmed default %d, want %d", cfg.MaxUnconfirmed, DefaultMaxUnconfirmed)
+	}
+	_, err = Config{URL: "http://u:secret@h/", MaxMessageSize: -1, ReconnectMin: time.Minute, ReconnectMax: time.Second, MaxUnconfirmed: -1}.withDefaults()
 	if err == nil {
 		t.Fatalf("invalid config accepted")
 	}
-	for _, want := range []string{"URL", "MaxMessageSize", "ReconnectMin"} {
+	for _, want := range []string{"URL", "MaxMessageSize", "ReconnectMin", "MaxUnconfirmed"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %s", err, want)
 		}

@@ -110,7 +110,7 @@ func (s *Sink) serve(conn *amqp091.Connection, w *writeTimeoutConn, retry *backo
 			s.sleep(retry.Next())
 			continue
 		}
-		sess := &session{conn: conn, w: w, ch: ch, tr: newTracker()}
+		sess := &session{conn: conn, w: w, ch: ch, tr: newTracker(s.cfg.MaxUnconfirmed)}
 		s.setUp(sess)
 		if !s.watch(sess, l, connCloses, blocks) {
 			return
@@ -213,6 +213,13 @@ func (s *Sink) session() (*session, error) {
 		return nil, &sinks.BlockedError{Reason: s.blocked}
 	}
 	return s.sess, nil
+}
+
+// blockedBy is the broker's reason while it blocks publishing, or "".
+func (s *Sink) blockedBy() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.blocked
 }
 
 // setUp publishes a freshly opened session.

@@ -161,15 +161,22 @@ func newDest(t *testing.T, queueArgs amqp091.Table) *dest {
 // newSink makes a sink publishing to d through url, connected.
 func newSink(t *testing.T, url string, d *dest, maxSize int64) *Sink {
 	t.Helper()
-	s, err := New(Config{
-		URL:            url,
-		Exchange:       d.exchange,
-		RoutingKey:     d.key,
-		MaxMessageSize: maxSize,
-		ReconnectMin:   20 * time.Millisecond,
-		ReconnectMax:   200 * time.Millisecond,
-		Name:           t.Name(),
-	}, nil)
+	return newSinkWith(t, url, d, func(c *Config) { c.MaxMessageSize = maxSize })
+}
+
+// newSinkWith is newSink with the test's changes to its Config.
+func newSinkWith(t *testing.T, url string, d *dest, change func(*Config)) *Sink {
+	t.Helper()
+	cfg := Config{
+		URL:          url,
+		Exchange:     d.exchange,
+		RoutingKey:   d.key,
+		ReconnectMin: 20 * time.Millisecond,
+		ReconnectMax: 200 * time.Millisecond,
+		Name:         t.Name(),
+	}
+	change(&cfg)
+	s, err := New(cfg, nil)
 	if err != nil {
 		t.Fatalf("new sink: %v", err)
 	}

@@ -13,7 +13,9 @@
 //   - sink.go: the Sink, New, Ping, WaitConnected and Close.
 //   - confirms.go: the publisher-confirm path, in the order a message takes
 //     it: Publish and Start write a batch on the channel and register each
-//     message with the channel's tracker by delivery tag; the channel's
+//     message with the channel's tracker by delivery tag, waiting for
+//     confirms while the channel's window of unconfirmed messages is full
+//     (Config.MaxUnconfirmed); the channel's
 //     watcher reads the broker's returns and acks or nacks (deferred
 //     confirms) and resolves each message's result in its batch.
 //   - blame.go: how the messages still waiting fail when their channel or
