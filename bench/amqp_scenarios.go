@@ -174,6 +174,7 @@ func (e *env) burstThroughDaemon(ctx context.Context, r *Scenario, prefix string
 	w := e.startWindow(ctx, d)
 	all := tr.wait(due.Add(spread+5*time.Minute), 20*time.Second)
 	w.end(ctx, r)
+	r.Batches = d.batches("bench")
 	stop()
 	out := tr.outcome()
 	out.fill(r)

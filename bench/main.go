@@ -189,7 +189,7 @@ type Report struct {
 
 // defaultRun is what -run runs unless told otherwise: every scenario of
 // issue #15's targets.
-const defaultRun = "steady,burst,burst-spread,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall,rate-limited,api,fairness"
+const defaultRun = "steady,burst,burst-spread,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall,rate-limited,rate-limit-cost,api,fairness"
 
 // scenarios in the order they run.
 var scenarios = []struct {
@@ -206,6 +206,7 @@ var scenarios = []struct {
 	{"kafka-burst", runKafkaBurst},
 	{"kafka-stall", runKafkaStall},
 	{"rate-limited", runRateLimited},
+	{"rate-limit-cost", runRateLimitCost},
 	{"api", runAPI},
 	{"fairness", runFairness},
 	// Not run by default: the intake's scenarios (about 3 more minutes
