@@ -12,8 +12,9 @@ import (
 )
 
 // Flow control on the console: the limits in force (those each live
-// daemon reports its environment gives the topic, queue.EnvOf, or
-// Options.Limits while none reports, overridden by those set at run time) and whether a
+// daemon's environment gives the topic, queue.EnvOf and queue.Replicas, or
+// Options.Limits while no daemon is known, overridden by those set at run
+// time) and whether a
 // replica holds the topic now (queue.HeldOf), on the overview and the
 // topic page; and the limit action, the console's `delaybridge limit`.
 
@@ -57,13 +58,17 @@ func (s *Server) flows(ctx context.Context, ts []queue.Topic) ([]flowState, erro
 	if err != nil {
 		return nil, err
 	}
+	live, err := s.opts.Queue.Replicas(ctx, s.opts.Prefix)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]flowState, len(ts))
 	for i, t := range ts {
 		env, ok := s.opts.Limits[t.Name]
 		if !ok {
 			env = queue.EnvLimits(0, "", 0)
 		}
-		f := flowState{Limits: os[i].Shown(envs[i], env), Held: len(hs[i]) > 0, HoldDepth: -1}
+		f := flowState{Limits: os[i].Shown(envs[i], live, env), Held: len(hs[i]) > 0, HoldDepth: -1}
 		for _, h := range hs[i] {
 			for _, why := range h.Reasons {
 				if !slices.Contains(f.HeldBy, why) {

@@ -10,23 +10,36 @@ import (
 // The limits this replica's environment gives each topic (Options.Flow)
 // are known only here; envLoop reports them (queue.ReportEnv) so stats,
 // replicas, topics and the console show what the daemons run with, and
-// where replicas were started with different limits. A report lives
-// HeartbeatTTL: a replica that dies drops out of the limits when it drops
-// out of the replica set. It is written at start, renewed every half of
-// that (one small script per topic every 2.5 s by default: the limits of
-// an environment do not change while the process runs, so a renewal is
-// the only write), and deleted at shutdown. A report that cannot be
-// written (Redis down) is retried at the next renewal, never fatal.
+// where replicas were started with different limits. Only a topic whose
+// environment sets a limit is reported: a topic without one costs nothing,
+// and readers count a live replica without a report as running the topic
+// unlimited (every live replica serves every topic: ownership shares each
+// topic's slots among all of them). A report lives HeartbeatTTL, so a
+// replica that dies drops out of the limits when it drops out of the
+// replica set. It is written at start, renewed every half of that (one
+// small script per limited topic, every 2.5 s by default: the limits of an
+// environment do not change while the process runs, so a renewal is the
+// only write), and deleted at shutdown. A report that cannot be written
+// (Redis down) is retried at the next renewal, never fatal.
 
-// envLoop reports the topics' environment limits until ctx ends, then
-// deletes this replica's reports.
+// envLoop reports the limited topics' environment limits until ctx ends,
+// then deletes this replica's reports.
 func (f *Forwarder) envLoop(ctx context.Context) {
+	var limited []*flowTopic
+	for _, ft := range f.flows {
+		if ft.envLimits().Source != "" {
+			limited = append(limited, ft)
+		}
+	}
+	if len(limited) == 0 {
+		return
+	}
 	ttl := f.opt.HeartbeatTTL
-	reported := make([]bool, len(f.flows))
+	reported := make([]bool, len(limited))
 	failed := false
 	for {
 		ok := true
-		for i, ft := range f.flows {
+		for i, ft := range limited {
 			env := ft.envLimits()
 			if f.reportEnv(ctx, ft, &env, ttl) {
 				reported[i] = true
@@ -42,7 +55,7 @@ func (f *Forwarder) envLoop(ctx context.Context) {
 			break
 		}
 	}
-	for i, ft := range f.flows {
+	for i, ft := range limited {
 		if reported[i] {
 			f.reportEnv(context.WithoutCancel(ctx), ft, nil, ttl)
 		}

@@ -15,7 +15,9 @@ import (
 // ones. Each daemon reports them for every topic it serves in the topic's
 // env HASH (FlowKeys.Env), a replica report (reports.go) that lives as long
 // as its heartbeat, so stats, replicas, topics and the console show what
-// the daemons run with, not the environment of whoever reads. They are
+// the daemons run with, not the environment of whoever reads. A topic
+// whose environment sets no limit is not reported (it costs nothing): a
+// live replica without a report runs it unlimited (Override.Shown). They are
 // kept out of the topic registry (<prefix>:topics) on purpose: the
 // registry holds the layout every replica must agree on, and a limit may
 // differ between replicas without harm.
@@ -57,8 +59,7 @@ func (q *Queue) ReportEnv(ctx context.Context, t Topic, replica string, env *Lim
 }
 
 // EnvOf returns, for every topic of ts, the limits that each live daemon
-// serving it reports its environment gives it, sorted by replica id (none:
-// no daemon of this version serves the topic now).
+// whose environment limits it reports, sorted by replica id.
 func (q *Queue) EnvOf(ctx context.Context, ts []Topic) ([][]ReplicaLimits, error) {
 	out := make([][]ReplicaLimits, len(ts))
 	for i, t := range ts {

@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,33 +74,41 @@ func TestShownLimitsAreTheDaemonsReportsGroupedWithTheRunTimeOnesWinning(t *test
 	}
 	agree := []ReplicaLimits{r("a", 300, "", -1), r("b", 300, "", -1)}
 	differ := []ReplicaLimits{r("a", 300, "", -1), r("b", 0, "", -1), r("c", 300, "", -1)}
+	// b reports nothing: a daemon reports only the topics its environment
+	// limits; live, it runs the topic unlimited.
+	reported := []ReplicaLimits{r("c", 300, "", -1), r("a", 300, "", -1)}
+	abc := ReplicaSet{Live: []string{"a", "b", "c"}, Deadlines: map[string]time.Time{"b": time.Now()}}
 	for _, c := range []struct {
 		name    string
 		o       Override
 		reports []ReplicaLimits
+		live    ReplicaSet
 		rate    float64
 		source  string
 		groups  int
 		text    string
 	}{
-		{"no daemon reports: this reader's environment", Override{}, nil, 7, SourceHere, 0,
+		{"no daemon known: this reader's environment", Override{}, nil, ReplicaSet{}, 7, SourceHere, 0,
 			"rate limit 7/s (environment here: no live daemon reports its own)"},
-		{"no daemon reports, run time", Override{Rate: &rate}, nil, 50, SourceRunTime, 0, "rate limit 50/s (run time)"},
-		{"the daemons agree", Override{}, agree, 300, SourceEnv, 1, "rate limit 300/s (environment)"},
-		{"the daemons differ", Override{}, differ, 300, SourceEnv, 2,
+		{"no daemon known, run time", Override{Rate: &rate}, nil, ReplicaSet{}, 50, SourceRunTime, 0, "rate limit 50/s (run time)"},
+		{"the daemons agree", Override{}, agree, ReplicaSet{}, 300, SourceEnv, 1, "rate limit 300/s (environment)"},
+		{"the daemons differ", Override{}, differ, ReplicaSet{}, 300, SourceEnv, 2,
 			"rate limit 300/s on 2 replicas (a, c); no limit on 1 replica (b) (environment)"},
-		{"run time overrides where they differ", Override{Rate: &rate}, differ, 50, SourceRunTime, 1, "rate limit 50/s (run time)"},
-		{"run time elsewhere keeps the difference", Override{HoldAbove: &hold}, differ, 300, SourceRunTime, 2,
+		{"a live replica without a report runs it unlimited", Override{}, reported, abc, 300, SourceEnv, 2,
+			"rate limit 300/s on 2 replicas (a, c); no limit on 1 replica (b) (environment)"},
+		{"run time overrides where they differ", Override{Rate: &rate}, differ, ReplicaSet{}, 50, SourceRunTime, 1, "rate limit 50/s (run time)"},
+		{"run time elsewhere keeps the difference", Override{HoldAbove: &hold}, differ, ReplicaSet{}, 300, SourceRunTime, 2,
 			"rate limit 300/s, holds while its hold queue has more than 10 ready on 2 replicas (a, c); holds while its hold queue has more than 10 ready on 1 replica (b) (run time)"},
-		{"the daemons run it unlimited", Override{}, []ReplicaLimits{r("a", 0, "", -1)}, 0, "", 1, ""},
+		{"live daemons without reports run it unlimited, whatever this reader's environment", Override{}, nil, abc, 0, "", 1, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			l := c.o.Shown(c.reports, here)
+			l := c.o.Shown(c.reports, c.live, here)
 			if l.Rate != c.rate || l.Source != c.source || len(l.Groups) != c.groups || l.Text() != c.text {
 				t.Errorf("Shown = %+v\nText %q\nwant rate %v from %q in %d groups, text %q", l, l.Text(), c.rate, c.source, c.groups, c.text)
 			}
-			if len(c.reports) > 0 && len(l.Replicas) != len(c.reports) {
-				t.Errorf("Replicas = %+v, want every report", l.Replicas)
+			if want := max(len(c.reports), len(c.live.Live)); len(l.Replicas) != want ||
+				!slices.IsSortedFunc(l.Replicas, func(a, b ReplicaLimits) int { return strings.Compare(a.Replica, b.Replica) }) {
+				t.Errorf("Replicas = %+v, want %d sorted by id", l.Replicas, want)
 			}
 		})
 	}

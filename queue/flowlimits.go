@@ -20,9 +20,10 @@ type Limits struct {
 	// Source is SourceEnv, SourceRunTime, SourceHere, or "" when the topic
 	// has no limit.
 	Source string `json:"source,omitempty"`
-	// Replicas are the limits each live daemon serving the topic reports
-	// its environment gives it (ReportEnv), sorted by replica id; none when
-	// no daemon reports (Source is then SourceHere, SourceRunTime or "").
+	// Replicas are the limits each live daemon's environment gives the
+	// topic, sorted by replica id: its report (ReportEnv), or none (rate 0,
+	// hold-above -1) for a live replica that reports nothing. Empty when no
+	// daemon is known (Source is then SourceHere, SourceRunTime or "").
 	Replicas []ReplicaLimits `json:"replicas,omitempty"`
 	// Groups are the limits in force on those replicas: one entry per
 	// distinct limits, with the replicas that run the topic with them, most
@@ -60,11 +61,20 @@ func (g LimitsGroup) limits() Limits {
 }
 
 // Shown returns the limits in force as stats, replicas, topics and the
-// console show them: each reporting daemon's environment (reports, see
-// EnvOf) overridden by o, grouped by the limits that result. When no
-// daemon reports, here (the reader's own environment, EnvLimits) overridden
-// by o stands in, with Source SourceHere where here's limits are shown.
-func (o Override) Shown(reports []ReplicaLimits, here Limits) Limits {
+// console show them: each live daemon's environment overridden by o,
+// grouped by the limits that result. A daemon's environment is its report
+// (reports, see EnvOf), or none for a replica of live (the replica set,
+// see Replicas) that reports nothing: a daemon reports only the topics its
+// environment limits. While no daemon is known (no report, no live
+// replica), here (the reader's own environment, EnvLimits) overridden by o
+// stands in, with Source SourceHere where here's limits are shown.
+func (o Override) Shown(reports []ReplicaLimits, live ReplicaSet, here Limits) Limits {
+	reports = slices.Clone(reports)
+	for _, id := range live.Live {
+		if !slices.ContainsFunc(reports, func(r ReplicaLimits) bool { return r.Replica == id }) {
+			reports = append(reports, ReplicaLimits{Replica: id, HoldAbove: -1, Until: live.Deadlines[id]})
+		}
+	}
 	if len(reports) == 0 {
 		l := o.InForce(here)
 		if l.Source == SourceEnv {
@@ -72,6 +82,7 @@ func (o Override) Shown(reports []ReplicaLimits, here Limits) Limits {
 		}
 		return l
 	}
+	slices.SortFunc(reports, func(a, b ReplicaLimits) int { return strings.Compare(a.Replica, b.Replica) })
 	var groups []LimitsGroup
 	for _, r := range reports {
 		in := o.InForce(r.env())

@@ -133,17 +133,21 @@ func describeOverride(o queue.Override) string {
 // limitsJSON is a topic's flow control in force, as stats shows it.
 type limitsJSON = queue.Limits
 
-// limitsInForce are the topics' limits in force: what each live daemon
-// reports its environment gives the topic, overridden by those set at run
-// time. While no daemon reports a topic's, this shell's configuration
-// stands in (Source "here"; a topic it does not configure has only the
-// run-time ones).
+// limitsInForce are the topics' limits in force: what each live daemon's
+// environment gives the topic (its report, or none), overridden by those
+// set at run time. While no daemon is known (none reports, none is live),
+// this shell's configuration stands in (Source "here"; a topic it does not
+// configure has only the run-time ones).
 func (c *cli) limitsInForce(ctx context.Context, ts []queue.Topic) ([]limitsJSON, error) {
 	os, err := c.q.LimitsOf(ctx, ts)
 	if err != nil {
 		return nil, err
 	}
 	envs, err := c.q.EnvOf(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	live, err := c.q.Replicas(ctx, c.cfg.KeyPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +159,7 @@ func (c *cli) limitsInForce(ctx context.Context, ts []queue.Topic) ([]limitsJSON
 				here = queue.EnvLimits(ct.RateLimit, ct.HoldQueue, ct.HoldAbove)
 			}
 		}
-		out[i] = os[i].Shown(envs[i], here)
+		out[i] = os[i].Shown(envs[i], live, here)
 	}
 	return out, nil
 }

@@ -30,13 +30,14 @@ holds anything (--all-slots: every slot). Times are Redis's.
 
 Below the table, a line per topic with flow control: the rate limit and
 hold-above in force and where they come from: "environment" is what the
-running daemons report they were started with (per group of replicas when
-their environments differ), "run time" what delaybridge limit set over
-it, "environment here" this shell's own while no live daemon reports the
-topic's; and, while a replica holds the topic, HELD and why: by the rate
-limit, or by hold-above with the hold queue's ready count last read
-(--json: "limits", with each daemon's report under "replicas", and "held"
-per topic).
+running daemons were started with, as they report it (per group of
+replicas where their environments differ; a live replica that reports
+none runs the topic unlimited), "run time" what delaybridge limit set
+over it, "environment here" this shell's own while no daemon is known
+(none is live, none reports); and, while a replica holds the topic, HELD
+and why: by the rate limit, or by hold-above with the hold queue's ready
+count last read (--json: "limits", with each daemon's limits under
+"replicas", and "held" per topic).
 
 Examples:
   delaybridge stats
