@@ -57,28 +57,14 @@ func (e *env) burst(ctx context.Context, name string, spread time.Duration) (Sce
 	} else {
 		r.Ceilings["redis_claim_ack"] = rate
 	}
-	before, cpu, err := e.rawRabbit(ctx, target, n)
+	before, after, err := e.aroundRaw(ctx, &r, target, n, func() error {
+		return e.burstThroughDaemon(ctx, &r, prefix, amqpVars(prefix, target, slots), slots, n, spread, func(tr *tracker) (func(), error) {
+			return e.consume(target, tr)
+		})
+	})
 	if err != nil {
 		return r, err
 	}
-	r.Ceilings["rabbitmq_confirms_before"] = before
-	r.RawCPU = map[string]map[string]float64{"rabbitmq_confirms_before": cpu}
-
-	if err := e.burstThroughDaemon(ctx, &r, prefix, amqpVars(prefix, target, slots), slots, n, spread, func(tr *tracker) (func(), error) {
-		return e.consume(target, tr)
-	}); err != nil {
-		return r, err
-	}
-
-	after, cpu, err := e.rawRabbit(ctx, target, n)
-	if err != nil {
-		return r, err
-	}
-	r.Ceilings["rabbitmq_confirms_after"] = after
-	r.RawCPU["rabbitmq_confirms_after"] = cpu
-	// The ceiling is the mean of the raw runs right before and right after
-	// the daemon's: the broker's rate around the time the daemon ran.
-	r.Ceiling = math.Round((before + after) / 2)
 	higher := max(before, after)
 	if spread > 0 {
 		// Messages falling due over spread cannot arrive faster than that.
@@ -101,6 +87,29 @@ func (e *env) burst(ctx context.Context, name string, spread time.Duration) (Sce
 		e.burstRun = &r
 	}
 	return r, nil
+}
+
+// aroundRaw runs run between two measurements of RabbitMQ's raw ceiling
+// with n messages to target, and records both in r: Ceilings, RawCPU, and
+// as Ceiling their mean, the broker's rate around the time run ran.
+func (e *env) aroundRaw(ctx context.Context, r *Scenario, target rabbitTarget, n int, run func() error) (before, after float64, err error) {
+	before, cpu, err := e.rawRabbit(ctx, target, n)
+	if err != nil {
+		return 0, 0, err
+	}
+	r.Ceilings["rabbitmq_confirms_before"] = before
+	r.RawCPU = map[string]map[string]float64{"rabbitmq_confirms_before": cpu}
+	if err := run(); err != nil {
+		return 0, 0, err
+	}
+	after, cpu, err = e.rawRabbit(ctx, target, n)
+	if err != nil {
+		return 0, 0, err
+	}
+	r.Ceilings["rabbitmq_confirms_after"] = after
+	r.RawCPU["rabbitmq_confirms_after"] = cpu
+	r.Ceiling = math.Round((before + after) / 2)
+	return before, after, nil
 }
 
 // rabbitCosts fills the per-message costs of a burst of n: the daemon's and
@@ -170,20 +179,31 @@ func (e *env) burstThroughDaemon(ctx context.Context, r *Scenario, prefix string
 	if left := time.Until(due); left < 200*time.Millisecond {
 		return fmt.Errorf("scheduling took too long: %s left before the due time", left)
 	}
-	time.Sleep(time.Until(due) - 100*time.Millisecond)
+	return e.drainWindow(ctx, r, d, tr, stop, filepath.Base(prefix), due, due.Add(spread), 0)
+}
+
+// drainWindow measures the delivery of tr's messages, due from first to
+// last: the window opens just before first and closes settle after every
+// message arrived (or none arrived for 20 s; settle lets the last acks
+// land), then stop ends the consumer. Throughput counts from first.
+func (e *env) drainWindow(ctx context.Context, r *Scenario, d *daemon, tr *tracker, stop func(), name string, first, last time.Time, settle time.Duration) error {
+	if !sleepUntil(ctx, first.Add(-100*time.Millisecond)) {
+		return ctx.Err()
+	}
 	w := e.startWindow(ctx, d)
-	all := tr.wait(due.Add(spread+5*time.Minute), 20*time.Second)
+	all := tr.wait(last.Add(5*time.Minute), 20*time.Second)
+	sleep(ctx, settle)
 	w.end(ctx, r)
 	r.Batches = d.batches("bench")
 	stop()
 	out := tr.outcome()
 	out.fill(r)
-	e.dump(filepath.Base(prefix), tr)
+	e.dump(name, tr)
 	if out.received > 0 {
-		r.Throughput = perSecond(float64(out.received), out.lastRecv.Sub(due))
+		r.Throughput = perSecond(float64(out.received), out.lastRecv.Sub(first))
 	}
 	if !all {
-		r.Notes = append(r.Notes, fmt.Sprintf("only %d of %d arrived", out.received, n))
+		r.Notes = append(r.Notes, fmt.Sprintf("only %d of %d arrived", out.received, tr.n))
 	}
 	r.Notes = append(r.Notes, d.failures()...)
 	r.Notes = append(r.Notes, d.histograms())

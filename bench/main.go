@@ -67,9 +67,11 @@ type sizes struct {
 	memory       int           // messages of memory, each way
 	stallRate    int           // kafka-stall's messages/s
 	kafkaBurst   int
-	intake       int // messages waiting in the intake queue
-	fairBurst    int // fairness's burst, due at one instant over burstSlots
-	fairRate     int // fairness's trickle, messages/s in one slot
+	intake       int           // messages waiting in the intake queue
+	fairBurst    int           // fairness's burst, due at one instant over burstSlots
+	fairRate     int           // fairness's trickle, messages/s in one slot
+	recurring    int           // recurrences (and one-off messages) of recurring
+	recurEvery   time.Duration // their period
 }
 
 var fullSizes = sizes{
@@ -83,6 +85,7 @@ var fullSizes = sizes{
 	intake:     100_000,
 	fairBurst:  100_000,
 	fairRate:   200,
+	recurring:  10_000, recurEvery: time.Minute,
 }
 
 var quickSizes = sizes{
@@ -96,6 +99,7 @@ var quickSizes = sizes{
 	intake:     20_000,
 	fairBurst:  30_000, // 10,000 drain in under a second: too few trickle messages
 	fairRate:   200,
+	recurring:  1_000, recurEvery: 5 * time.Second,
 }
 
 // envFlag collects repeated -daemon-env NAME=VALUE flags.
@@ -189,7 +193,7 @@ type Report struct {
 
 // defaultRun is what -run runs unless told otherwise: every scenario of
 // issue #15's targets.
-const defaultRun = "steady,burst,burst-spread,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall,rate-limited,rate-limit-cost,api,fairness"
+const defaultRun = "steady,burst,burst-spread,burst-harness,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall,rate-limited,rate-limit-cost,api,fairness,recurring"
 
 // scenarios in the order they run.
 var scenarios = []struct {
@@ -199,6 +203,7 @@ var scenarios = []struct {
 	{"steady", runSteady},
 	{"burst", runBurst},
 	{"burst-spread", runBurstSpread},
+	{"burst-harness", runBurstHarness},
 	{"backlog", runBacklog},
 	{"idle", runIdle},
 	{"idle-poll", runIdlePoll},
@@ -209,6 +214,7 @@ var scenarios = []struct {
 	{"rate-limit-cost", runRateLimitCost},
 	{"api", runAPI},
 	{"fairness", runFairness},
+	{"recurring", runRecurring},
 	// Not run by default: the intake's scenarios (about 3 more minutes
 	// at full size on the 2-core VM), and the raw ceiling alone, to study it.
 	{"intake", runIntake},

@@ -78,7 +78,16 @@ func newTracker(n int) *tracker {
 // got records one delivery of body b at time at (Unix ns).
 func (t *tracker) got(b []byte, at int64) {
 	seq, due, ok := parseBody(b)
-	if !ok || seq < 0 || seq >= t.n {
+	if !ok {
+		t.bad.Add(1)
+		return
+	}
+	t.record(seq, due, at)
+}
+
+// record is got for message seq, due at due (Unix ms), read by the caller.
+func (t *tracker) record(seq int, due, at int64) {
+	if seq < 0 || seq >= t.n {
 		t.bad.Add(1)
 		return
 	}

@@ -65,6 +65,13 @@ func (e *env) undeclare(t rabbitTarget) {
 // consume reads the queue of t on its own connection (auto-ack) and records
 // every delivery in tr until stop is called.
 func (e *env) consume(t rabbitTarget, tr *tracker) (stop func(), err error) {
+	return e.consumeWith(t, func(d amqp091.Delivery, at int64) { tr.got(d.Body, at) })
+}
+
+// consumeWith reads the queue of t on its own connection (auto-ack) and
+// hands every delivery to got with its receipt time (Unix ns), on one
+// goroutine, until stop is called.
+func (e *env) consumeWith(t rabbitTarget, got func(d amqp091.Delivery, at int64)) (stop func(), err error) {
 	conn, err := amqp091.Dial(e.o.amqpURL)
 	if err != nil {
 		return nil, fmt.Errorf("consumer connection: %w", err)
@@ -83,7 +90,7 @@ func (e *env) consume(t rabbitTarget, tr *tracker) (stop func(), err error) {
 	go func() {
 		defer close(done)
 		for d := range deliveries {
-			tr.got(d.Body, time.Now().UnixNano())
+			got(d, time.Now().UnixNano())
 		}
 	}()
 	var once sync.Once

@@ -31,7 +31,9 @@ type DeadMessage struct {
 func (t Topic) deadMessage(slot int, z redis.Z) DeadMessage {
 	m, _ := z.Member.(string)
 	d := DeadMessage{Topic: t.Name, Slot: slot, Member: m, Died: MillisTime(z.Score)}
-	if t.envelope() {
+	if id, ok := tickMessageID(m); ok {
+		d.ID = id // a recurrence's tick: the id it was delivered with
+	} else if t.envelope() {
 		d.ID = t.memberID(m)
 	} else {
 		d.ID = MessageID([]byte(m))
@@ -177,6 +179,9 @@ func (q *Queue) deadByID(ctx context.Context, t Topic, id string) ([]DeadMessage
 			return nil, fmt.Errorf("dead find in %s: %w", t.Name, err)
 		}
 		slots = []int{t.SlotOfID(id)}
+		if rid, ok := recurrenceOfTick(id); ok && t.SlotOfID(rid) != slots[0] {
+			slots = append(slots, t.SlotOfID(rid)) // a tick is in its recurrence's slot
+		}
 	}
 	var out []DeadMessage
 	for _, s := range slots {

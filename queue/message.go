@@ -101,13 +101,24 @@ func (t Topic) unmapID(member string) string {
 	if !t.envelope() {
 		return ""
 	}
+	if id, ok := canonID(member); ok {
+		return id
+	}
+	return t.memberID(member)
+}
+
+// canonID is the id of an envelope written as EncodeEnvelope writes it:
+// it starts with {"id":"<id>" and the id holds no '"' or '\', so the id is
+// its bytes and no JSON decoder is needed. ok is false for any other
+// member.
+func canonID(member string) (id string, ok bool) {
 	const head = `{"id":"`
 	if rest, ok := strings.CutPrefix(member, head); ok {
 		if i := strings.IndexAny(rest, `"\`); i > 0 && rest[i] == '"' {
-			return rest[:i]
+			return rest[:i], true
 		}
 	}
-	return t.memberID(member)
+	return "", false
 }
 
 // indexRef is the id Ack passes for member (as unmapID) and, when member is
@@ -118,11 +129,8 @@ func (t Topic) indexRef(member string) (id, bucket string) {
 	if !t.envelope() {
 		return "", ""
 	}
-	const head = `{"id":"`
-	if rest, ok := strings.CutPrefix(member, head); ok {
-		if i := strings.IndexAny(rest, `"\`); i > 0 && rest[i] == '"' {
-			return rest[:i], strconv.Itoa(idBucket(rest[:i]))
-		}
+	if id, ok := canonID(member); ok {
+		return id, strconv.Itoa(idBucket(id))
 	}
 	return t.memberID(member), ""
 }

@@ -309,3 +309,50 @@ func TestUnreadableTickIsSettledAndReported(t *testing.T) {
 		t.Errorf("%d left in flight", n)
 	}
 }
+
+// A dead tick is found and requeued by the id it was delivered with,
+// though that id's own slot is not its recurrence's.
+func TestDeadTickIsRequeuedByItsID(t *testing.T) {
+	f := newFixture(t, FormatEnvelope, 8)
+	var r Recurrence
+	var tickID string
+	var first time.Time
+	for i := 0; tickID == ""; i++ {
+		r = digest()
+		r.ID = "digest-" + string(rune('a'+i))
+		first = f.setPast(r, 2*time.Second)
+		if id := TickID(r.ID, first); f.tp.SlotOfID(id) != f.tp.SlotOfID(r.ID) {
+			tickID = id
+			break
+		}
+		if _, err := f.q.RemoveRecurrence(f.ctx, f.tp, r.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slot := f.tp.SlotOfID(r.ID)
+	m := members(f.claim(slot, 10, time.Minute))
+	if len(m) != 1 {
+		t.Fatalf("claimed %d, want the tick", len(m))
+	}
+	f.settle(slot, m, false, first)
+	if out, err := f.q.Retry(f.ctx, f.tp, slot, Failure{Member: m[0], Permanent: true, Reason: "nack"}, 5); err != nil || out != Dead {
+		t.Fatalf("Retry = %v, %v", out, err)
+	}
+	found, err := f.q.DeadFind(f.ctx, f.tp, ByID(tickID))
+	if err != nil || len(found) != 1 || found[0].ID != tickID {
+		t.Fatalf("DeadFind(%s) = %+v, %v; want the dead tick", tickID, found, err)
+	}
+	res, err := f.q.Requeue(f.ctx, f.tp, ByID(tickID))
+	if err != nil || res.Requeued != 1 {
+		t.Fatalf("Requeue(%s) = %+v, %v", tickID, res, err)
+	}
+	if _, ok := f.zscore(f.tp.Keys(slot).Scheduled, m[0]); !ok {
+		t.Error("the requeued tick is not scheduled")
+	}
+	if _, ok := recurrenceOfTick("plain-id"); ok {
+		t.Error("an id without @<ms> read as a tick's")
+	}
+	if _, ok := recurrenceOfTick("mail@example.com"); ok {
+		t.Error("an id with a non-numeric @ suffix read as a tick's")
+	}
+}

@@ -33,17 +33,53 @@ func parseTick(member string) (tick, error) {
 	if err != nil {
 		return tick{}, invalid("recurrence tick at %q", f[1])
 	}
-	id, err := EnvelopeID([]byte(f[4]))
+	id, err := tickEnvelopeID(f[4])
 	if err != nil {
 		return tick{}, err
 	}
 	return tick{ver: f[0], at: at, spec: f[2], zone: f[3], env: f[4], id: id}, nil
 }
 
+// tickEnvelopeID is the id of a tick's envelope, the recurrence's id:
+// read without a JSON decoder from an envelope as encode writes it
+// (canonID; settling and locating ticks need only the id), else decoded.
+func tickEnvelopeID(env string) (string, error) {
+	if id, ok := canonID(env); ok {
+		return id, nil
+	}
+	return EnvelopeID([]byte(env))
+}
+
+// tickMessageID is the message id tick member m is delivered with
+// (TickID); false when m is not a readable tick.
+func tickMessageID(m string) (string, bool) {
+	if !IsTick(m) {
+		return "", false
+	}
+	tk, err := parseTick(m)
+	if err != nil {
+		return "", false
+	}
+	return TickID(tk.id, time.UnixMilli(tk.at)), true
+}
+
 // TickID is the message id of recurrence id's tick at: the same for every
 // delivery of that tick, another for the next.
 func TickID(id string, at time.Time) string {
 	return id + "@" + strconv.FormatInt(at.UnixMilli(), 10)
+}
+
+// recurrenceOfTick is the recurrence id of tick id "<id>@<ms>" (TickID);
+// false when id does not have that form.
+func recurrenceOfTick(id string) (string, bool) {
+	i := strings.LastIndexByte(id, '@')
+	if i <= 0 || i == len(id)-1 {
+		return "", false
+	}
+	if _, err := strconv.ParseUint(id[i+1:], 10, 63); err != nil {
+		return "", false
+	}
+	return id[:i], true
 }
 
 // decodeTick is the message a tick member delivers: the recurrence's
