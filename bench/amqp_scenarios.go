@@ -194,6 +194,7 @@ func (e *env) drainWindow(ctx context.Context, r *Scenario, d *daemon, tr *track
 	all := tr.wait(last.Add(5*time.Minute), 20*time.Second)
 	sleep(ctx, settle)
 	w.end(ctx, r)
+	r.Batches = d.batches("bench")
 	stop()
 	out := tr.outcome()
 	out.fill(r)

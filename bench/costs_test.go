@@ -118,3 +118,28 @@ func TestMarkdownAddsCostsAndTargetsOnlyWhenMeasured(t *testing.T) {
 		}
 	}
 }
+
+// rate-limit-cost compares its two runs per message and per batch, and its
+// Markdown shows both with their ratios.
+func TestRateLimitCostComparesTheRunsPerMessageAndPerBatch(t *testing.T) {
+	run := func(cpu float64, calls, batches int64) Scenario {
+		r := Scenario{Messages: 10_000, Throughput: 20_000, DaemonCPU: cpu, RedisCPU: 0.1, RedisWork: 1000, RedisScriptCalls: calls, Batches: batches}
+		r.costs(r.Messages)
+		return r
+	}
+	free, limited := costRunOf(run(0.1, 60, 20)), costRunOf(run(0.12, 80, 20))
+	if free.DaemonCPUus != 10 || free.ScriptCalls != 0.006 || free.ScriptCallsPerBatch != 3 || limited.ScriptCallsPerBatch != 4 {
+		t.Fatalf("costs: unlimited %+v, limited %+v", free, limited)
+	}
+	c := &RateLimitCost{Unlimited: free, Limited: limited, Ratios: limited.over(free)}
+	if c.Ratios.DaemonCPUus != 1.2 || c.Ratios.Throughput != 1 || c.Ratios.ScriptCallsPerBatch != 1.333 {
+		t.Errorf("ratios %+v", c.Ratios)
+	}
+	var out bytes.Buffer
+	printRateLimitCostMarkdown(&out, Report{Scenarios: []Scenario{{Name: "rate-limit-cost", RateLimitCost: c}}})
+	for _, want := range []string{"| rate-limit-cost | unlimited | limited | limited / unlimited |", "| daemon CPU µs/msg | 10.00 | 12.00 | 1.20 |", "| Redis script calls/batch | 3.00 | 4.00 | 1.33 |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, out.String())
+		}
+	}
+}

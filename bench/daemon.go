@@ -143,6 +143,22 @@ func (d *daemon) metrics() (map[string]float64, error) {
 	return out, sc.Err()
 }
 
+// batches is how many batches of topic the daemon published (its
+// publish_duration_seconds count); 0 when the metrics cannot be read.
+func (d *daemon) batches(topic string) int64 {
+	m, err := d.metrics()
+	if err != nil {
+		return 0
+	}
+	n := 0.0
+	for k, v := range m {
+		if rest, ok := strings.CutPrefix(k, "delaybridge_publish_duration_seconds_count{"); ok && strings.Contains(rest, `topic="`+topic+`"`) {
+			n += v
+		}
+	}
+	return int64(n)
+}
+
 // failures sums the daemon's failure counters, for the notes.
 func (d *daemon) failures() []string {
 	m, err := d.metrics()

@@ -196,7 +196,7 @@ type Report struct {
 
 // defaultRun is what -run runs unless told otherwise: every scenario of
 // issue #15's targets.
-const defaultRun = "steady,burst,burst-spread,burst-harness,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall,rate-limited,api,fairness,recurring"
+const defaultRun = "steady,burst,burst-spread,burst-harness,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall,rate-limited,rate-limit-cost,api,fairness,recurring"
 
 // scenarios in the order they run.
 var scenarios = []struct {
@@ -214,6 +214,7 @@ var scenarios = []struct {
 	{"kafka-burst", runKafkaBurst},
 	{"kafka-stall", runKafkaStall},
 	{"rate-limited", runRateLimited},
+	{"rate-limit-cost", runRateLimitCost},
 	{"api", runAPI},
 	{"fairness", runFairness},
 	{"recurring", runRecurring},

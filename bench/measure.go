@@ -54,6 +54,7 @@ func (w *window) end(ctx context.Context, r *Scenario) {
 		r.RedisCalls = perSecond(float64(after.calls-w.redis.calls), span)
 		r.RedisCPU = round2(after.cpu - w.redis.cpu)
 		r.RedisWork = after.work - w.redis.work
+		r.RedisScriptCalls = after.calls - w.redis.calls
 	}
 }
 

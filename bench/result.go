@@ -70,6 +70,13 @@ type Scenario struct {
 	// Trickle is, in fairness, the trickle topic beside the burst: its
 	// Lateness above is the trickle's while the burst drained.
 	Trickle *TrickleResult `json:"trickle,omitempty"`
+	// RateLimitCost is rate-limit-cost's unlimited and limited runs.
+	RateLimitCost *RateLimitCost `json:"rate_limit_cost,omitempty"`
+	// RedisScriptCalls is the script calls (EVALSHA, EVAL) Redis ran during
+	// the window; Batches the batches the daemon published (its
+	// publish_duration_seconds count), where measured.
+	RedisScriptCalls int64 `json:"redis_script_calls,omitempty"`
+	Batches          int64 `json:"batches,omitempty"`
 	// HTTP is the api scenario's measurements.
 	HTTP *HTTPResult `json:"http,omitempty"`
 	// Knobs are the knobs scenario's bursts, one per daemon setting.
@@ -135,6 +142,7 @@ func printTable(w io.Writer, rs []Scenario) {
 			r.Early, r.Lost, r.Duplicates, r.DaemonCPU, float64(r.DaemonRSS)/(1<<20), r.RedisCmds, r.RedisCalls)
 	}
 	tw.Flush()
+	defer printRateLimitCost(w, rs)
 	defer printCosts(w, rs)
 	for _, r := range rs {
 		if len(r.CPU) > 0 {
@@ -196,5 +204,6 @@ func printMarkdown(w io.Writer, path string) error {
 			r.Name, r.Messages, r.Throughput, r.Ceiling, r.Ratio, late, r.Early, r.Lost, r.DaemonCPU, float64(r.DaemonRSS)/(1<<20), r.RedisCmds, r.RedisCalls)
 	}
 	printCostsMarkdown(w, rep)
+	printRateLimitCostMarkdown(w, rep)
 	return nil
 }

@@ -11,8 +11,10 @@ import (
 	"github.com/delaybridge/delaybridge/queue"
 )
 
-// Flow control on the console: the limits in force (the environment's,
-// Options.Limits, overridden by those set at run time) and whether a
+// Flow control on the console: the limits in force (those each live
+// daemon's environment gives the topic, queue.EnvOf and queue.Replicas, or
+// Options.Limits while no daemon is known, overridden by those set at run
+// time) and whether a
 // replica holds the topic now (queue.HeldOf), on the overview and the
 // topic page; and the limit action, the console's `delaybridge limit`.
 
@@ -28,12 +30,7 @@ type flowState struct {
 }
 
 // LimitsText says what the limits are, for people.
-func (f flowState) LimitsText() string {
-	if l := f.Limits.String(); l != "" {
-		return l + " (" + f.Limits.Source + ")"
-	}
-	return ""
-}
+func (f flowState) LimitsText() string { return f.Limits.Text() }
 
 // HeldText says why the topic is held, for people ("" when it is not).
 func (f flowState) HeldText() string {
@@ -57,13 +54,21 @@ func (s *Server) flows(ctx context.Context, ts []queue.Topic) ([]flowState, erro
 	if err != nil {
 		return nil, err
 	}
+	envs, err := s.opts.Queue.EnvOf(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	live, err := s.opts.Queue.Replicas(ctx, s.opts.Prefix)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]flowState, len(ts))
 	for i, t := range ts {
 		env, ok := s.opts.Limits[t.Name]
 		if !ok {
 			env = queue.EnvLimits(0, "", 0)
 		}
-		f := flowState{Limits: os[i].InForce(env), Held: len(hs[i]) > 0, HoldDepth: -1}
+		f := flowState{Limits: os[i].Shown(envs[i], live, env), Held: len(hs[i]) > 0, HoldDepth: -1}
 		for _, h := range hs[i] {
 			for _, why := range h.Reasons {
 				if !slices.Contains(f.HeldBy, why) {

@@ -95,13 +95,27 @@ func TestConsoleShowsTheLimitsInForceAndAHeldTopic(t *testing.T) {
 	}
 	f.srv = srv
 	ctx := context.Background()
+	// No daemon reports orders' limits yet: the console's own environment
+	// stands in, and says so.
+	_, body := f.do("GET", "/topics/orders", nil, nil)
+	wantContains(t, body, "holds while orders-work has more than 1000 ready (environment here: no live daemon reports its own)")
+	// The daemons report theirs: two run orders with hold-above 1000, one
+	// with 500 (a replica restarted with another setting).
+	for id, above := range map[string]int{"replica-1": 1000, "replica-2": 1000, "replica-3": 500} {
+		env := queue.EnvLimits(0, "orders-work", above)
+		if err := f.q.ReportEnv(ctx, f.orders, id, &env, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := f.q.ReportHeld(ctx, f.orders, "replica-1", &queue.Held{Reasons: []string{queue.HeldQueue}, Depth: 1234}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	_, body := f.do("GET", "/topics/orders", nil, nil)
-	wantContains(t, body, "holds while orders-work has more than 1000 ready (environment)", "held by hold-above (orders-work: 1234 ready)")
+	differ := "holds while orders-work has more than 1000 ready on 2 replicas (replica-1, replica-2); " +
+		"holds while orders-work has more than 500 ready on 1 replica (replica-3) (environment)"
+	_, body = f.do("GET", "/topics/orders", nil, nil)
+	wantContains(t, body, differ, "held by hold-above (orders-work: 1234 ready)")
 	_, body = f.do("GET", "/overview/live", nil, nil)
-	wantContains(t, body, "held by hold-above (orders-work: 1234 ready)", "holds while orders-work has more than 1000 ready (environment)")
+	wantContains(t, body, "held by hold-above (orders-work: 1234 ready)", differ)
 	var ov struct {
 		Topics []struct {
 			Name string `json:"name"`
@@ -121,8 +135,9 @@ func TestConsoleShowsTheLimitsInForceAndAHeldTopic(t *testing.T) {
 		fl := tp.Flow
 		switch tp.Name {
 		case "orders":
-			if !fl.Held || len(fl.HeldBy) != 1 || fl.HeldBy[0] != "queue" || fl.HoldDepth != 1234 || fl.Limits.HoldAbove != 1000 {
-				t.Errorf("orders' flow = %+v, want held by the queue at 1234, hold above 1000", fl)
+			if !fl.Held || len(fl.HeldBy) != 1 || fl.HeldBy[0] != "queue" || fl.HoldDepth != 1234 || fl.Limits.HoldAbove != 1000 ||
+				len(fl.Limits.Groups) != 2 || len(fl.Limits.Replicas) != 3 {
+				t.Errorf("orders' flow = %+v, want held by the queue at 1234, hold above 1000 on two replicas and 500 on one", fl)
 			}
 		case "events":
 			if fl.Held || fl.Limits.Rate != 0 || fl.Limits.HoldAbove != -1 {

@@ -42,9 +42,11 @@ type Options struct {
 	SessionTTL time.Duration
 	// OwnershipAll: every replica scans every slot (DELAYBRIDGE_OWNERSHIP=all).
 	OwnershipAll bool
-	// Limits are the flow control of each topic's environment, by topic
-	// (queue.EnvLimits); the console shows them overridden by those set at
-	// run time. A topic without an entry has only the run-time ones.
+	// Limits are the flow control of each topic in the console's own
+	// environment, by topic (queue.EnvLimits): shown, overridden by those
+	// set at run time, only while no daemon is known (none reports the
+	// limits it runs the topic with, queue.EnvOf, and none is live). A
+	// topic without an entry has only the run-time ones then.
 	Limits map[string]queue.Limits
 	// Refresh is how often the overview refreshes itself; 0 means 3s.
 	Refresh time.Duration

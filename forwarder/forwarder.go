@@ -148,6 +148,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	run(f.repeats.Run)
 	run(f.limitsLoop)
 	run(f.heldLoop)
+	run(f.envLoop)
 	if f.opt.AllSlots {
 		f.reassign(ctx)
 		<-ctx.Done()

@@ -59,7 +59,7 @@ type Metrics struct {
 // one of redisOps (the tests keep both lists honest).
 var (
 	failureOutcomes = []string{"permanent", "connection", "timeout", "broker"}
-	redisOps        = []string{"claim", "extend", "ack", "release", "retry", "reap", "stats", "heartbeat", "stranded", "acquire", "limits", "held"}
+	redisOps        = []string{"claim", "extend", "ack", "release", "retry", "reap", "stats", "heartbeat", "stranded", "acquire", "limits", "held", "env"}
 	heldReasons     = []string{heldRate, heldQueue}
 	backlogStates   = []string{"scheduled", "overdue", "retrying", "inflight", "dead"}
 )

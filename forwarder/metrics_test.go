@@ -31,7 +31,7 @@ var freshSeries = func() []string {
 	out := []string{"delaybridge_replicas",
 		// Redis's memory, set by the daemon's INFO memory watch.
 		"delaybridge_redis_full", "delaybridge_redis_maxmemory_bytes", "delaybridge_redis_used_memory_bytes"}
-	for _, op := range []string{"ack", "claim", "extend", "heartbeat", "reap", "release", "retry", "stats", "stranded", "acquire", "limits", "held"} {
+	for _, op := range []string{"ack", "claim", "extend", "heartbeat", "reap", "release", "retry", "stats", "stranded", "acquire", "limits", "held", "env"} {
 		out = append(out, `delaybridge_redis_errors_total{op="`+op+`"}`)
 	}
 	for _, topic := range []string{"orders", "reminders"} {

@@ -3,6 +3,7 @@ package queue
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -16,9 +17,138 @@ type Limits struct {
 	// ready messages (HoldAbove -1: no hold).
 	HoldQueue string `json:"hold_queue,omitempty"`
 	HoldAbove int    `json:"hold_above"`
-	// Source is "environment", "run time" (delaybridge limit) or "" when
-	// the topic has no limit.
+	// Source is SourceEnv, SourceRunTime, SourceHere, or "" when the topic
+	// has no limit.
 	Source string `json:"source,omitempty"`
+	// Replicas are the limits each live daemon's environment gives the
+	// topic, sorted by replica id: its report (ReportEnv), or none (rate 0,
+	// hold-above -1) for a live replica that reports nothing. Empty when no
+	// daemon is known (Source is then SourceHere, SourceRunTime or "").
+	Replicas []ReplicaLimits `json:"replicas,omitempty"`
+	// Groups are the limits in force on those replicas: one entry per
+	// distinct limits, with the replicas that run the topic with them, most
+	// replicas first. More than one when the replicas' environments differ
+	// where no run-time limit overrides them; the fields above are then
+	// those of the first.
+	Groups []LimitsGroup `json:"groups,omitempty"`
+}
+
+// Where limits in force come from (Limits.Source).
+const (
+	// SourceEnv: the environment the daemons were started with, as they
+	// report it.
+	SourceEnv = "environment"
+	// SourceRunTime: set at run time (delaybridge limit, the console),
+	// over the environment's.
+	SourceRunTime = "run time"
+	// SourceHere: no live daemon reports the topic's limits; the reader's
+	// own environment (the shell that runs stats, the console's) stands in.
+	SourceHere = "here"
+)
+
+// LimitsGroup are limits in force and the replicas that run a topic with
+// them (Limits.Groups).
+type LimitsGroup struct {
+	Rate      float64  `json:"rate_limit"`
+	HoldQueue string   `json:"hold_queue,omitempty"`
+	HoldAbove int      `json:"hold_above"`
+	Source    string   `json:"source,omitempty"`
+	Replicas  []string `json:"replicas"`
+}
+
+func (g LimitsGroup) limits() Limits {
+	return Limits{Rate: g.Rate, HoldQueue: g.HoldQueue, HoldAbove: g.HoldAbove, Source: g.Source}
+}
+
+// Shown returns the limits in force as stats, replicas, topics and the
+// console show them: each live daemon's environment overridden by o,
+// grouped by the limits that result. A daemon's environment is its report
+// (reports, see EnvOf), or none for a replica of live (the replica set,
+// see Replicas) that reports nothing: a daemon reports only the topics its
+// environment limits. While no daemon is known (no report, no live
+// replica), here (the reader's own environment, EnvLimits) overridden by o
+// stands in, with Source SourceHere where here's limits are shown.
+func (o Override) Shown(reports []ReplicaLimits, live ReplicaSet, here Limits) Limits {
+	reports = slices.Clone(reports)
+	for _, id := range live.Live {
+		if !slices.ContainsFunc(reports, func(r ReplicaLimits) bool { return r.Replica == id }) {
+			reports = append(reports, ReplicaLimits{Replica: id, HoldAbove: -1, Until: live.Deadlines[id]})
+		}
+	}
+	if len(reports) == 0 {
+		l := o.InForce(here)
+		if l.Source == SourceEnv {
+			l.Source = SourceHere
+		}
+		return l
+	}
+	slices.SortFunc(reports, func(a, b ReplicaLimits) int { return strings.Compare(a.Replica, b.Replica) })
+	var groups []LimitsGroup
+	for _, r := range reports {
+		in := o.InForce(r.env())
+		i := slices.IndexFunc(groups, func(g LimitsGroup) bool {
+			return g.Rate == in.Rate && g.HoldQueue == in.HoldQueue && g.HoldAbove == in.HoldAbove && g.Source == in.Source
+		})
+		if i < 0 {
+			groups = append(groups, LimitsGroup{Rate: in.Rate, HoldQueue: in.HoldQueue, HoldAbove: in.HoldAbove, Source: in.Source})
+			i = len(groups) - 1
+		}
+		groups[i].Replicas = append(groups[i].Replicas, r.Replica)
+	}
+	slices.SortStableFunc(groups, func(a, b LimitsGroup) int { return len(b.Replicas) - len(a.Replicas) })
+	l := groups[0].limits()
+	l.Replicas, l.Groups = reports, groups
+	return l
+}
+
+// Differ reports whether replicas run the topic with different limits.
+func (l Limits) Differ() bool { return len(l.Groups) > 1 }
+
+// Text says what l limits and where that comes from, for people: "rate
+// limit 300/s (environment)", or per group of replicas when they differ
+// ("rate limit 300/s on 2 replicas (a, b); no limit on 1 replica (c)
+// (environment)"); "" when nothing limits the topic.
+func (l Limits) Text() string {
+	if !l.Differ() {
+		if s := l.String(); s != "" {
+			return s + " (" + sourceText(l.Source) + ")"
+		}
+		return ""
+	}
+	parts := make([]string, len(l.Groups))
+	source := SourceEnv
+	for i, g := range l.Groups {
+		s := g.limits().String()
+		if s == "" {
+			s = "no limit"
+		}
+		if g.Source == SourceRunTime {
+			source = SourceRunTime
+		}
+		parts[i] = s + " on " + replicasText(g.Replicas)
+	}
+	return strings.Join(parts, "; ") + " (" + sourceText(source) + ")"
+}
+
+func sourceText(source string) string {
+	if source == SourceHere {
+		return "environment here: no live daemon reports its own"
+	}
+	return source
+}
+
+// replicasText is "1 replica (a)", "2 replicas (a, b)", …, naming the
+// first three.
+func replicasText(ids []string) string {
+	n := fmt.Sprintf("%d replicas", len(ids))
+	if len(ids) == 1 {
+		n = "1 replica"
+	}
+	names := strings.Join(ids[:min(3, len(ids))], ", ")
+	if len(ids) > 3 {
+		names += ", …"
+	}
+	return n + " (" + names + ")"
 }
 
 // EnvLimits are the limits of a topic's environment: rate (0: none), and
@@ -29,7 +159,7 @@ func EnvLimits(rate float64, holdQueue string, holdAbove int) Limits {
 		l.HoldAbove = holdAbove
 	}
 	if l.Rate > 0 || l.HoldAbove >= 0 {
-		l.Source = "environment"
+		l.Source = SourceEnv
 	}
 	return l
 }
@@ -41,7 +171,7 @@ func (o Override) InForce(env Limits) Limits {
 		return env
 	}
 	env.Rate, env.HoldAbove = o.Effective(env.Rate, env.HoldAbove)
-	env.Source = "run time"
+	env.Source = SourceRunTime
 	return env
 }
 

@@ -26,7 +26,8 @@ func fullRedis(t *testing.T, policy string) *redis.Client {
 // (noeviction) refuses the producers (of envelopes too, whose script's first
 // write is a removal), with ErrRedisFull, and runs every step
 // that frees memory or moves a message: claim, extend, ack, release, retry,
-// dead-letter, reap, requeue, cancel, purge, heartbeat. Each would be
+// dead-letter, reap, requeue, cancel, purge, heartbeat, and a daemon's
+// held and environment reports. Each would be
 // refused with OOM if its script were not declared allow-oom and its first
 // write could grow memory.
 func TestEveryDrainingScriptRunsOnAFullRedis(t *testing.T) {
@@ -50,6 +51,19 @@ func TestEveryDrainingScriptRunsOnAFullRedis(t *testing.T) {
 	}
 	if _, err := q.Heartbeat(ctx, "dq", "replica-a", time.Minute); err != nil {
 		t.Errorf("Heartbeat on a full Redis: %v", err)
+	}
+	// A daemon's reports (held, the limits its environment gives a topic)
+	// are written on a full Redis too: stats shows what holds the topics
+	// exactly when Redis is under pressure.
+	tp := queue.Topic{Name: "full-raw", Slots: 1}
+	env := queue.EnvLimits(300, "", 0)
+	if err := q.ReportEnv(ctx, tp, "replica-a", &env, time.Minute); err != nil {
+		t.Errorf("ReportEnv on a full Redis: %v", err)
+	} else if got, err := q.EnvOf(ctx, []queue.Topic{tp}); err != nil || len(got[0]) != 1 || got[0][0].Rate != 300 {
+		t.Errorf("EnvOf on a full Redis: %+v, %v; want replica-a's 300/s", got, err)
+	}
+	if err := q.ReportHeld(ctx, tp, "replica-a", &queue.Held{Reasons: []string{queue.HeldRate}, Depth: -1}, time.Minute); err != nil {
+		t.Errorf("ReportHeld on a full Redis: %v", err)
 	}
 	m, err := q.Memory(ctx)
 	if err != nil || !m.Full() || m.Evicting() || m.Policy != "noeviction" {

@@ -25,6 +25,7 @@ type FlowKeys struct {
 	Bucket string // HASH tokens, at (ms): the rate limit's token bucket
 	Limits string // HASH rate, hold_above, since: limits set at run time (see SetLimits)
 	Held   string // HASH replica → why it holds the topic now (see ReportHeld)
+	Env    string // HASH replica → the limits its environment gives the topic (see ReportEnv)
 }
 
 // FlowKeys returns the topic-wide keys of t.
@@ -36,7 +37,7 @@ func (t Topic) FlowKeys() FlowKeys {
 			base = t.Key
 		}
 	}
-	return FlowKeys{Bucket: base + ":rate", Limits: base + ":limits", Held: base + ":held"}
+	return FlowKeys{Bucket: base + ":rate", Limits: base + ":limits", Held: base + ":held", Env: base + ":env"}
 }
 
 // BurstOf is the bucket's capacity for a rate: 100 ms of deliveries, at

@@ -115,11 +115,16 @@ func within(t *testing.T, d time.Duration, what string, cond func() bool) {
 // whether a replica holds it.
 func TestTopicsAndReplicasShowEachTopicsLimitsAndHeldState(t *testing.T) {
 	e := newCLIEnv(t)
-	t.Setenv("DELAYBRIDGE_TOPIC_LEGACY_RATE_LIMIT", "50")
 	if _, err := e.q.Register(e.ctx, e.orders.Prefix, "r1", []queue.Layout{queue.LayoutOf(e.orders), queue.LayoutOf(e.legacy)}); err != nil {
 		t.Fatal(err)
 	}
 	e.mustRun("", "limit", "orders", "--rate", "300")
+	// The daemon serving legacy was started with 50/s; this shell says 7/s.
+	t.Setenv("DELAYBRIDGE_TOPIC_LEGACY_RATE_LIMIT", "7")
+	daemonEnv := queue.EnvLimits(50, "", 0)
+	if err := e.q.ReportEnv(e.ctx, e.legacy, "r1", &daemonEnv, time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.q.ReportHeld(e.ctx, e.orders, "r1", &queue.Held{Reasons: []string{queue.HeldRate}, Depth: -1}, time.Minute); err != nil {
 		t.Fatal(err)
 	}

@@ -133,23 +133,33 @@ func describeOverride(o queue.Override) string {
 // limitsJSON is a topic's flow control in force, as stats shows it.
 type limitsJSON = queue.Limits
 
-// limitsInForce are the topics' limits: those set at run time, else those
-// of this environment's configuration (a topic it does not configure has
-// only the run-time ones).
+// limitsInForce are the topics' limits in force: what each live daemon's
+// environment gives the topic (its report, or none), overridden by those
+// set at run time. While no daemon is known (none reports, none is live),
+// this shell's configuration stands in (Source "here"; a topic it does not
+// configure has only the run-time ones).
 func (c *cli) limitsInForce(ctx context.Context, ts []queue.Topic) ([]limitsJSON, error) {
 	os, err := c.q.LimitsOf(ctx, ts)
 	if err != nil {
 		return nil, err
 	}
+	envs, err := c.q.EnvOf(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	live, err := c.q.Replicas(ctx, c.cfg.KeyPrefix)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]limitsJSON, len(ts))
 	for i, t := range ts {
-		env := queue.EnvLimits(0, "", 0)
+		here := queue.EnvLimits(0, "", 0)
 		for _, ct := range c.cfg.Topics {
 			if ct.Name == t.Name {
-				env = queue.EnvLimits(ct.RateLimit, ct.HoldQueue, ct.HoldAbove)
+				here = queue.EnvLimits(ct.RateLimit, ct.HoldQueue, ct.HoldAbove)
 			}
 		}
-		out[i] = os[i].InForce(env)
+		out[i] = os[i].Shown(envs[i], live, here)
 	}
 	return out, nil
 }
@@ -158,10 +168,7 @@ func (c *cli) limitsInForce(ctx context.Context, ts []queue.Topic) ([]limitsJSON
 // now, and why it is held.
 func printLimits(w io.Writer, ts []queue.Topic, ls []limitsJSON, hs []heldJSON) {
 	for i, l := range ls {
-		line := ""
-		if l.String() != "" {
-			line = fmt.Sprintf("%s (%s)", l, l.Source)
-		}
+		line := l.Text()
 		if held := describeHeld(hs[i], l); held != "" {
 			line = strings.TrimPrefix(line+"; "+held, "; ")
 		}

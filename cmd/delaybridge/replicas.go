@@ -52,6 +52,7 @@ func runReplicas(ctx context.Context, args []string, s stdio) int {
 		return c.fail(err)
 	}
 	if *asJSON {
+		addEnvLimits(rows, topics, limits)
 		flow := make([]map[string]any, len(topics))
 		for i, t := range topics {
 			flow[i] = map[string]any{"topic": t.Name, "limits": limits[i], "held": held[i]}
@@ -73,6 +74,26 @@ type replicaRow struct {
 	HeartbeatAgeMS int64            `json:"heartbeat_age_ms"`
 	ExpiresInMS    int64            `json:"expires_in_ms"`
 	Owned          map[string][]int `json:"owned"`
+	// Env are the limits the replica reports its environment gives each
+	// topic it serves, by topic.
+	Env map[string]queue.ReplicaLimits `json:"environment_limits,omitempty"`
+}
+
+// addEnvLimits gives each row the limits its replica reports for topics.
+func addEnvLimits(rows []replicaRow, topics []queue.Topic, limits []limitsJSON) {
+	for i := range rows {
+		for j, t := range topics {
+			for _, r := range limits[j].Replicas {
+				if r.Replica != rows[i].ID {
+					continue
+				}
+				if rows[i].Env == nil {
+					rows[i].Env = map[string]queue.ReplicaLimits{}
+				}
+				rows[i].Env[t.Name] = r
+			}
+		}
+	}
 }
 
 // replicaRows gives each live replica the slots queue.OwnedSlots gives it. A

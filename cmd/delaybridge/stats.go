@@ -29,10 +29,15 @@ holds anything (--all-slots: every slot). Times are Redis's.
   OLDEST OVERDUE  how late the most overdue message is
 
 Below the table, a line per topic with flow control: the rate limit and
-hold-above in force (set in the environment or by delaybridge limit) and,
-while a replica holds the topic, HELD and why: by the rate limit, or by
-hold-above with the hold queue's ready count last read (--json: "limits"
-and "held" per topic).
+hold-above in force and where they come from: "environment" is what the
+running daemons were started with, as they report it (per group of
+replicas where their environments differ; a live replica that reports
+none runs the topic unlimited), "run time" what delaybridge limit set
+over it, "environment here" this shell's own while no daemon is known
+(none is live, none reports); and, while a replica holds the topic, HELD
+and why: by the rate limit, or by hold-above with the hold queue's ready
+count last read (--json: "limits", with each daemon's limits under
+"replicas", and "held" per topic).
 
 Examples:
   delaybridge stats

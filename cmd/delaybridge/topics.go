@@ -19,8 +19,10 @@ const topicsUsage = `usage: delaybridge topics [--json]
 Shows the topic registry (<prefix>:topics): the layout (slots, format, key)
 and destination each daemon recorded at start, which producers and the CLI
 agree on, and whether this shell's DELAYBRIDGE_TOPIC_* settings agree; and
-each topic's flow control: the limits in force (set by delaybridge limit, else
-this shell's environment) and, while a replica holds the topic, why.
+each topic's flow control: the limits in force (set by delaybridge limit,
+else those the running daemons report their environments give the topic,
+per group of replicas where they differ; this shell's own only while no
+daemon reports them) and, while a replica holds the topic, why.
 
 set changes a topic's slots, format or key (a topic not registered yet is
 added); forget removes it (its messages stay in Redis). Both ask for a
@@ -174,8 +176,8 @@ func printTopics(w io.Writer, key string, ls []queue.Layout, local map[string]qu
 	fmt.Fprintln(tw, "TOPIC\tLAYOUT\tSETTINGS HERE\tFLOW CONTROL")
 	for i, l := range ls {
 		flow := "-"
-		if limits[i].String() != "" {
-			flow = fmt.Sprintf("%s (%s)", limits[i], limits[i].Source)
+		if t := limits[i].Text(); t != "" {
+			flow = t
 		}
 		if h := describeHeld(held[i], limits[i]); h != "" {
 			flow = strings.TrimPrefix(flow+"; "+h, "-; ")
