@@ -40,6 +40,7 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 	retry := backoff.New(backoff.Policy{Min: claimRetryMin, Max: min(s.f.pollInterval(), claimRetryMax), Jitter: retryJitter})
 	backlogged := false // the last claim was full: more is due
 	var held []heldClaim
+	defer s.returnOwed(ctx)
 	for ctx.Err() == nil {
 		limit, epoch, ok := s.room(ctx, held, backlogged)
 		if !ok {
@@ -57,7 +58,7 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 		c, claimed := queue.Claim{}, false
 		if limit > 0 {
 			c, claimed = s.claim(ctx, limit, epoch, retry, &held, len(held) == 0)
-			s.giveBack(ctx, limit, granted, c, claimed)
+			s.giveBack(limit, granted, c, claimed)
 		}
 		if len(held) > 0 {
 			rest, ok := s.handOver(ctx, held, limit > 0, handoff)
@@ -88,6 +89,7 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 				s.f.reaps.note(s.key, time.Now())
 			}
 		}
+		s.returnOwed(ctx)
 		if !s.nap(ctx, target, s.skew) {
 			return
 		}

@@ -12,8 +12,11 @@ import (
 // many messages its next claim may take: never more than the queue depth
 // limit leaves room for, and never more than the rate limit grants. The
 // claim then takes at most that many, and what it did not take goes back
-// at once (giveBack), so a slot with less due than it was granted does not
-// keep the other slots' share. A topic without limits passes at no cost.
+// (giveBack): the queue depth's room at once, the permits with the slot's
+// next Acquire when it claims again at once, or on their own before it
+// naps, so a slot with less due than it was granted does not keep the
+// other slots' share and a short claim in a drain costs no round trip of
+// its own. A topic without limits passes at no cost.
 
 // After a failed grant the scanner waits acquireRetryMin, doubling up to
 // acquireRetryMax: a limited topic claims nothing it has no permit for.
@@ -77,8 +80,11 @@ func (s *scanner) permits(ctx context.Context, want int, retry *backoff.Backoff)
 		return want, 0, 0
 	}
 	rctx, cancel := context.WithTimeout(ctx, redisTimeout)
-	g, err := s.f.q.Acquire(rctx, s.topic.Topic, rate, want, 0)
+	g, err := s.f.q.Acquire(rctx, s.topic.Topic, rate, want, s.owed)
 	cancel()
+	if err == nil {
+		s.owed = 0
+	}
 	if err != nil {
 		s.f.m.RedisErrs.WithLabelValues("acquire").Inc()
 		d := retry.Next()
@@ -90,9 +96,9 @@ func (s *scanner) permits(ctx context.Context, want int, retry *backoff.Backoff)
 }
 
 // giveBack returns what a claim of n messages (granted of them by the
-// rate limiter) did not take: the permits to the limiter, the room to the
-// queue depth limit. One round trip, only when the claim came up short.
-func (s *scanner) giveBack(ctx context.Context, n, granted int, c queue.Claim, claimed bool) {
+// rate limiter) did not take: the room to the queue depth limit at once,
+// the permits to s.owed, which the next Acquire or returnOwed gives back.
+func (s *scanner) giveBack(n, granted int, c queue.Claim, claimed bool) {
 	if !s.flow.limited() {
 		return
 	}
@@ -101,12 +107,22 @@ func (s *scanner) giveBack(ctx context.Context, n, granted int, c queue.Claim, c
 		used = len(c.Messages) + c.Dead
 	}
 	s.flow.unclaimed(n - used)
-	back := min(granted, n-used)
-	if back <= 0 || s.flow.rateNow() <= 0 {
+	if back := min(granted, n-used); back > 0 {
+		s.owed += back
+	}
+}
+
+// returnOwed gives the permits the slot owes back to the rate limiter, one
+// round trip, before the scanner naps or stops: unused, they would lower
+// the topic's rate until the window forgets them.
+func (s *scanner) returnOwed(ctx context.Context) {
+	back, rate := s.owed, s.flow.rateNow()
+	s.owed = 0
+	if back <= 0 || rate <= 0 {
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
-	_, err := s.f.q.Acquire(rctx, s.topic.Topic, s.flow.rateNow(), 0, back)
+	_, err := s.f.q.Acquire(rctx, s.topic.Topic, rate, 0, back)
 	cancel()
 	if err != nil {
 		s.f.m.RedisErrs.WithLabelValues("acquire").Inc()

@@ -54,6 +54,10 @@ type scanner struct {
 	// while the slot's last claim found the topic paused.
 	flow   *flowTopic
 	paused bool
+	// owed are rate-limit permits granted and not used by the claims they
+	// were granted for: given back with the next Acquire, or on their own
+	// before the scanner naps (gate.go).
+	owed int
 }
 
 func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
