@@ -48,17 +48,24 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 			return
 		}
 		// Flow control may lower the limit, or hold the slot here.
-		granted := 0
+		granted, first := 0, s.claimFirst()
 		if limit > 0 {
-			if limit, granted, ok = s.gate(ctx, limit, len(held) == 0); !ok {
+			if limit, granted, ok = s.gate(ctx, limit, len(held) == 0, first); !ok {
 				s.returnHeld(ctx, held)
 				return
 			}
 		}
-		c, claimed := queue.Claim{}, false
+		c, claimed, back := queue.Claim{}, false, 0
 		if limit > 0 {
 			c, claimed = s.claim(ctx, limit, epoch, retry, &held, len(held) == 0)
-			s.giveBack(limit, granted, c, claimed)
+			switch {
+			case first && claimed:
+				back = s.permitClaim(ctx, limit, c, &held)
+			case first:
+				s.flow.unclaimed(limit)
+			default:
+				s.giveBack(limit, granted, c, claimed)
+			}
 		}
 		if len(held) > 0 {
 			rest, ok := s.handOver(ctx, held, limit > 0, handoff)
@@ -71,6 +78,10 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 		}
 		if !claimed {
 			continue
+		}
+		if back > 0 {
+			backlogged = false
+			continue // what went back is due: ask the limit first, then claim it
 		}
 		// Members dead-lettered by the claim took room in it too.
 		if backlogged = len(c.Messages)+c.Dead >= limit; backlogged {
@@ -90,6 +101,7 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 			}
 		}
 		s.returnOwed(ctx)
+		s.rateBound = false // what was due is drained: claim first again
 		if !s.nap(ctx, target, s.skew) {
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -107,7 +109,8 @@ func BurstOfRate(rate float64) float64 { return float64(int(queue.BurstOf(rate))
 
 func TestRunTimeLimitChangesARunningTopicWithinASecond(t *testing.T) {
 	t.Parallel()
-	q, prefix := testRedis(t)
+	rdb, prefix := redistest.New(t)
+	q := queue.New(rdb)
 	tp := queue.Topic{Name: "reminders", Prefix: prefix, Slots: 2}
 	scheduleNow(t, q, tp, 3000, "r")
 	sink := newRecordSink()
@@ -207,5 +210,62 @@ func TestHoldAboveKeepsTheQueueWithinOneBatchPerSlotOfTheLimit(t *testing.T) {
 	}
 	if s := testutil.ToFloat64(m.HeldSeconds.WithLabelValues("work", heldQueue)); s <= 0 {
 		t.Errorf("held seconds = %v, want > 0", s)
+	}
+}
+
+// A rate limit that does not bind costs a trickle one Acquire per claim
+// that took something and nothing to give back: the claim runs first and
+// asks for what it took. Asking first for a whole batch cost a second call
+// per claim to give back what it did not take.
+func TestRateLimitedTrickleAsksForWhatItClaimedAndGivesNothingBack(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.New(t)
+	q := queue.New(rdb)
+	tp := queue.Topic{Name: "reminders", Prefix: prefix, Slots: 2}
+	const n = 40
+	first := time.Now().Add(time.Second)
+	for i := range n {
+		if _, err := q.ScheduleMember(context.Background(), tp, []byte(fmt.Sprintf("r-%d", i)), queue.At(first.Add(time.Duration(i)*25*time.Millisecond))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := tp.FlowKeys().Bucket + ":log"
+	var mu sync.Mutex
+	var given []string
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			entries, _ := rdb.ZRange(context.Background(), log, 0, -1).Result()
+			mu.Lock()
+			for _, e := range entries {
+				if strings.Contains(e, ":-") && !slices.Contains(given, e) {
+					given = append(given, e)
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	s := newRecordSink()
+	start(t, Options{Queue: q, Topics: []Topic{{Topic: tp, Sink: s}}, KeyPrefix: prefix,
+		AllSlots: true, BatchSize: 100, Flow: map[string]Flow{"reminders": {RateLimit: 100000}}})
+	eventually(t, 20*time.Second, "every message delivered", func() bool { return len(s.published()) == n })
+	close(stop)
+	<-watched
+	for _, p := range s.published() {
+		if p.at.Before(p.msg.Due) {
+			t.Errorf("%s delivered %s before its due time", p.msg.Body, p.msg.Due.Sub(p.at))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(given) > 0 {
+		t.Errorf("the trickle gave permits back %d times (%v): its claims asked for more than they took", len(given), given[:min(len(given), 5)])
 	}
 }

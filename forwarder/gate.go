@@ -29,8 +29,9 @@ const (
 // limit. With wait it waits until that is at least one (a held topic);
 // without (messages claimed ahead are waiting to be handed over) it may
 // return 0. ok is false when ctx ended. granted is how many of n came
-// from the rate limiter, for giveBack.
-func (s *scanner) gate(ctx context.Context, limit int, wait bool) (n, granted int, ok bool) {
+// from the rate limiter, for giveBack. With first, the rate limit is not
+// asked here: the claim runs first and permitClaim asks for what it took.
+func (s *scanner) gate(ctx context.Context, limit int, wait, first bool) (n, granted int, ok bool) {
 	ft := s.flow
 	if !ft.limited() {
 		return limit, 0, true
@@ -47,6 +48,9 @@ func (s *scanner) gate(ctx context.Context, limit int, wait bool) (n, granted in
 		room, r := ft.holdRoom(ctx, limit)
 		d := depthInterval - time.Since(r.at)
 		reason := heldQueue
+		if room > 0 && first {
+			return room, 0, true
+		}
 		if room > 0 {
 			n, granted, d = s.permits(ctx, room, retry)
 			if n > 0 {
@@ -93,6 +97,63 @@ func (s *scanner) permits(ctx context.Context, want int, retry *backoff.Backoff)
 	}
 	retry.Reset()
 	return g.Permits, g.Permits, g.Wait
+}
+
+// claimFirst says whether the next claim runs before the rate limit is
+// asked (permitClaim): on a topic with a rate limit, unless the limit bound
+// since the slot last napped (it then drains what is due asking first, with
+// no claim taken and sent back per batch). A claim run first costs one
+// Acquire for what it took and none for an empty one, where asking first
+// for a whole batch costs a second call to give back what a short claim
+// left.
+func (s *scanner) claimFirst() bool {
+	return !s.rateBound && s.flow.rateNow() > 0
+}
+
+// permitClaim asks the rate limit for the messages the claim c just took
+// (the last of held, when it took any), with the permits the slot owes.
+// Those it does not grant go back to the scheduled set at their due times
+// (the claim's tail: the slot's order is kept), and the slot asks before
+// claiming until a grant gives all it asked for; a failed Acquire sends
+// the whole claim back. It returns how many went back, and gives the
+// queue depth limit back the room the claim did not keep, of n.
+func (s *scanner) permitClaim(ctx context.Context, n int, c queue.Claim, held *[]heldClaim) (back int) {
+	k := len(c.Messages)
+	granted := k
+	if k > 0 || s.owed > 0 {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
+		g, err := s.f.q.Acquire(rctx, s.topic.Topic, s.flow.rateNow(), k, s.owed)
+		cancel()
+		if err != nil {
+			s.f.m.RedisErrs.WithLabelValues("acquire").Inc()
+			s.log.Warn("asking the rate limit for permits failed; the claim goes back", "err", err)
+			granted = 0
+		} else {
+			s.owed, granted = 0, g.Permits
+		}
+	}
+	s.flow.unclaimed(n - granted - c.Dead)
+	if granted >= k {
+		return 0
+	}
+	s.rateBound = true
+	h := &(*held)[len(*held)-1]
+	rest := h.msgs[len(h.msgs)-(k-granted):]
+	h.msgs = h.msgs[:len(h.msgs)-len(rest)]
+	h.claimed = h.claimed[:len(h.claimed)-len(rest)]
+	if len(h.msgs) == 0 {
+		*held = (*held)[:len(*held)-1]
+	}
+	members := make([]string, len(rest))
+	for i, m := range rest {
+		members[i] = m.Member
+	}
+	s.redisRetry(ctx, "release", func(c context.Context) error {
+		_, err := s.f.q.Release(c, s.topic.Topic, s.slot, members)
+		return err
+	})
+	s.in.settle(len(rest))
+	return len(rest)
 }
 
 // giveBack returns what a claim of n messages (granted of them by the

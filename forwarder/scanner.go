@@ -56,8 +56,11 @@ type scanner struct {
 	paused bool
 	// owed are rate-limit permits granted and not used by the claims they
 	// were granted for: given back with the next Acquire, or on their own
-	// before the scanner naps (gate.go).
-	owed int
+	// before the scanner naps (gate.go). rateBound is true from a claim the
+	// rate limit did not grant whole until the slot naps: it asks the limit
+	// before claiming meanwhile (claimFirst).
+	owed      int
+	rateBound bool
 }
 
 func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
