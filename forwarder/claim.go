@@ -47,24 +47,11 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 			s.returnHeld(ctx, held)
 			return
 		}
-		// Flow control may lower the limit, or hold the slot here.
-		granted, first := 0, s.claimFirst()
-		if limit > 0 {
-			if limit, granted, ok = s.gate(ctx, limit, len(held) == 0, first); !ok {
-				s.returnHeld(ctx, held)
-				return
-			}
-		}
 		c, claimed, back := queue.Claim{}, false, 0
 		if limit > 0 {
-			c, claimed = s.claim(ctx, limit, epoch, retry, &held, len(held) == 0)
-			switch {
-			case first && claimed:
-				back = s.permitClaim(ctx, limit, c, &held)
-			case first:
-				s.flow.unclaimed(limit)
-			default:
-				s.giveBack(limit, granted, c, claimed)
+			if c, claimed, back, limit, ok = s.gatedClaim(ctx, limit, epoch, retry, &held); !ok {
+				s.returnHeld(ctx, held)
+				return
 			}
 		}
 		if len(held) > 0 {
@@ -106,6 +93,28 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 			return
 		}
 	}
+}
+
+// gatedClaim claims up to limit messages as far as flow control lets it:
+// it may lower the limit (returned), or hold the slot until it may claim.
+// back is how many the claim took that the rate limit sent back (permitClaim).
+// ok is false when ctx ended.
+func (s *scanner) gatedClaim(ctx context.Context, limit int, epoch uint64, retry *backoff.Backoff, held *[]heldClaim) (c queue.Claim, claimed bool, back, n int, ok bool) {
+	first := s.claimFirst()
+	n, granted, ok := s.gate(ctx, limit, len(*held) == 0, first)
+	if !ok || n == 0 {
+		return c, false, 0, n, ok
+	}
+	c, claimed = s.claim(ctx, n, epoch, retry, held, len(*held) == 0)
+	switch {
+	case first && claimed:
+		back = s.permitClaim(ctx, n, c, held)
+	case first:
+		s.flow.unclaimed(n)
+	default:
+		s.giveBack(n, granted, c, claimed)
+	}
+	return c, claimed, back, n, true
 }
 
 // room is how many messages the next claim may take and its epoch. With

@@ -18,6 +18,9 @@
 //     (Config.MaxUnconfirmed); the channel's
 //     watcher reads the broker's returns and acks or nacks (deferred
 //     confirms) and resolves each message's result in its batch.
+//   - tracker.go: the channel's tracker: the unconfirmed messages by
+//     delivery tag, their window, and how a return, a confirm or the
+//     channel's end settles them.
 //   - blame.go: how the messages still waiting fail when their channel or
 //     connection ends, or the sink closes.
 //   - destination.go: CheckDestination, whether the exchange exists.
