@@ -63,9 +63,17 @@ func TestRateLimitedTopicKeepsItsRateAndAnUnlimitedOneIsNotHeldBehindIt(t *testi
 		}
 	}
 	ls, fs := newRecordSink(), newRecordSink()
+	m := NewMetrics(prometheus.NewRegistry())
 	start(t, Options{Queue: q, Topics: []Topic{{Topic: limited, Sink: ls}, {Topic: free, Sink: fs}}, KeyPrefix: prefix,
-		AllSlots: true, BatchSize: 100, Flow: map[string]Flow{"campaign": {RateLimit: rate}}})
+		AllSlots: true, BatchSize: 100, Flow: map[string]Flow{"campaign": {RateLimit: rate}}, Metrics: m})
 	eventually(t, 20*time.Second, "every limited message delivered", func() bool { return len(ls.published()) == n })
+	// A claim's tail beyond the limit goes back and is claimed again: it
+	// is counted released, so claimed - released is what was delivered.
+	claimed, released := testutil.ToFloat64(m.Claimed.WithLabelValues("campaign")), testutil.ToFloat64(m.Released.WithLabelValues("campaign"))
+	t.Logf("limited topic: claimed %v, released %v", claimed, released)
+	if claimed-released != n {
+		t.Errorf("claimed %v - released %v = %v, want the %d messages delivered", claimed, released, claimed-released, n)
+	}
 	got := ls.published()
 	took := got[n-1].at.Sub(got[0].at).Seconds()
 	worst := worstSecond(got)

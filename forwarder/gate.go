@@ -152,6 +152,7 @@ func (s *scanner) permitClaim(ctx context.Context, n int, c queue.Claim, held *[
 		_, err := s.f.q.Release(c, s.topic.Topic, s.slot, members)
 		return err
 	})
+	s.f.m.Released.WithLabelValues(s.topic.Name).Add(float64(len(rest)))
 	s.in.settle(len(rest))
 	return len(rest)
 }

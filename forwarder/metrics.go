@@ -76,7 +76,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Published: counter("published_total", "Messages confirmed by the broker and acknowledged in Redis.", "topic"),
 		Retried:   counter("retried_total", "Failed publishes put back for another attempt.", "topic"),
 		Dead:      counter("dead_total", "Messages moved to the dead set.", "topic"),
-		Released:  counter("released_total", "Claimed messages returned without using an attempt (connection lost, shutdown).", "topic"),
+		Released:  counter("released_total", "Claimed messages returned without using an attempt (connection lost, shutdown, beyond the rate limit).", "topic"),
 		Reaped:    counter("reaped_total", "Expired leases returned to the scheduled set.", "topic"),
 		Failures:  counter("publish_failures_total", "Messages the broker did not confirm, by outcome.", "topic", "outcome"),
 		RedisErrs: counter("redis_errors_total", "Failed Redis calls by operation.", "op"),
