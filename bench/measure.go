@@ -168,8 +168,8 @@ func (m *cpuMeter) used() map[string]float64 {
 }
 
 // processes finds the other processes whose CPU a scenario reports: this
-// bench, the Redis server of the -redis URL and RabbitMQ's Erlang VM when
-// they run on this machine, and devkafka when running.
+// bench, the Redis server of the -redis URL and RabbitMQ's Erlang VM (the
+// one that boots rabbit) when they run on this machine, and devkafka when running.
 func (e *env) processes() map[string]int {
 	out := map[string]int{"bench": os.Getpid()}
 	if e.devkafka != nil {
@@ -190,7 +190,12 @@ func (e *env) processes() map[string]int {
 				out["redis"] = pid
 			}
 		case "beam.smp":
-			out["rabbitmq"] = pid
+			// rabbitmqctl runs a beam.smp of its own for a moment: only
+			// the broker's boots rabbit.
+			cmdline, _ := os.ReadFile(dir + "/cmdline")
+			if strings.Contains(string(cmdline), "rabbit\x00boot") {
+				out["rabbitmq"] = pid
+			}
 		}
 	}
 	return out
