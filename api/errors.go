@@ -58,6 +58,8 @@ func classify(err error) *apiError {
 		return refuse(http.StatusNotFound, "not_found", err.Error())
 	case errors.Is(err, queue.ErrInFlight):
 		return refuse(http.StatusConflict, "in_flight", err.Error()+": it is being delivered and can no longer be changed")
+	case errors.Is(err, queue.ErrTick):
+		return refuse(http.StatusConflict, "recurrence_tick", err.Error())
 	case errors.Is(err, queue.ErrUnknownTopic):
 		return refuse(http.StatusNotFound, "unknown_topic", err.Error())
 	case errors.Is(err, queue.ErrLayoutMismatch):

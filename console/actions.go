@@ -102,7 +102,7 @@ func actionStatus(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, queue.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, queue.ErrInFlight):
+	case errors.Is(err, queue.ErrInFlight), errors.Is(err, queue.ErrTick):
 		return http.StatusConflict
 	}
 	return http.StatusServiceUnavailable

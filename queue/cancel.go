@@ -45,7 +45,8 @@ func (q *Queue) Cancel(ctx context.Context, t Topic, member []byte) (bool, error
 }
 
 // CancelID removes the message an envelope id names, if it is not yet
-// claimed (else the error wraps ErrInFlight and nothing changes).
+// claimed (else the error wraps ErrInFlight and nothing changes). The id
+// of a recurrence's waiting or claimed tick is refused with ErrTick.
 func (q *Queue) CancelID(ctx context.Context, t Topic, id string) (bool, error) {
 	if err := t.needEnvelope(id); err != nil {
 		return false, fmt.Errorf("cancel: %w", err)
@@ -53,7 +54,23 @@ func (q *Queue) CancelID(ctx context.Context, t Topic, id string) (bool, error) 
 	if err := q.checkLayout(ctx, t); err != nil {
 		return false, fmt.Errorf("cancel: %w", err)
 	}
-	return q.cancelIn(ctx, t, t.slotCandidates([]byte(id)), "", id)
+	ok, err := q.cancelIn(ctx, t, t.slotCandidates([]byte(id)), "", id)
+	if ok || err != nil {
+		return ok, err
+	}
+	member, slot, isTick, err := q.tickOfID(ctx, t, id)
+	if err == nil && isTick {
+		var e Entry
+		e, isTick, err = q.inspect(ctx, t, slot, member, "")
+		if isTick && e.State != "dead" {
+			rid, _ := recurrenceOfTick(id)
+			return false, fmt.Errorf("cancel id %q: %w %q (%s): remove the recurrence (recur rm) to stop it", id, ErrTick, rid, e.State)
+		}
+	}
+	if err != nil {
+		return false, fmt.Errorf("cancel id %q: %w", id, err)
+	}
+	return false, nil
 }
 
 // cancelIn cancels in the first of slots that has the message (see

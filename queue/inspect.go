@@ -38,8 +38,10 @@ func (q *Queue) Inspect(ctx context.Context, t Topic, member []byte) (Entry, err
 }
 
 // InspectID is Inspect of the message an envelope id names, found through
-// the :ids index while it is scheduled or in flight; else the most recent
-// dead message with that id (a scan of the slot's dead set); else absent.
+// the :ids index while it is scheduled or in flight; else, for a
+// recurrence's tick id (TickID), that tick while it waits or is in flight;
+// else the most recent dead message with that id (a scan of the slot's
+// dead set); else absent.
 func (q *Queue) InspectID(ctx context.Context, t Topic, id string) (Entry, error) {
 	if err := t.needEnvelope(id); err != nil {
 		return Entry{}, fmt.Errorf("inspect: %w", err)
@@ -48,6 +50,15 @@ func (q *Queue) InspectID(ctx context.Context, t Topic, id string) (Entry, error
 	e, found, err := q.inspect(ctx, t, slot, "", id)
 	if err != nil || found {
 		return e, err
+	}
+	member, tslot, isTick, err := q.tickOfID(ctx, t, id)
+	if err != nil {
+		return Entry{}, fmt.Errorf("inspect id %q: %w", id, err)
+	}
+	if isTick {
+		if e, found, err := q.inspect(ctx, t, tslot, member, ""); err != nil || found {
+			return e, err
+		}
 	}
 	dead, err := q.deadByID(ctx, t, id)
 	if err != nil {
@@ -62,7 +73,7 @@ func (q *Queue) InspectID(ctx context.Context, t Topic, id string) (Entry, error
 			newest = d
 		}
 	}
-	e, _, err = q.inspect(ctx, t, slot, newest.Member, "")
+	e, _, err = q.inspect(ctx, t, newest.Slot, newest.Member, "")
 	return e, err
 }
 

@@ -20,6 +20,10 @@ var (
 	// ErrNotEnvelope: the call needs a topic in envelope format, or a raw
 	// topic was given an id, headers or a routing key.
 	ErrNotEnvelope = errors.New("topic is not in envelope format")
+	// ErrTick: the id names a recurrence's tick (TickID), which is not
+	// cancelled on its own (its ack writes the next one): remove the
+	// recurrence instead. Nothing was changed.
+	ErrTick = errors.New("the id names a recurrence's tick")
 )
 
 // When is a due time: an instant (At) or a delay from Redis's clock (In,

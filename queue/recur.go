@@ -233,18 +233,30 @@ func (q *Queue) removeRecurrence(ctx context.Context, t Topic, id string, slots 
 	return ok, nil
 }
 
-// Recurrences lists the recurrences of t, by id.
+// Recurrences lists the recurrences of t, by id: those of its slots, then
+// those left in slots beyond its slot count by a resize down (found with
+// SCAN, as StrandedSlots: they still tick there, drained by the daemon).
 func (q *Queue) Recurrences(ctx context.Context, t Topic) ([]RecurrenceInfo, error) {
+	beyond, err := q.slotsBeyond(ctx, t)
+	if err != nil {
+		return nil, fmt.Errorf("list recurrences of %s beyond its %d slots: %w", t.Name, t.SlotCount(), err)
+	}
+	slots := make([]int, t.SlotCount(), t.SlotCount()+len(beyond))
+	for s := range slots {
+		slots[s] = s
+	}
+	slots = append(slots, beyond...)
 	pipe := q.rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, t.SlotCount())
-	for slot := range cmds {
-		cmds[slot] = pipe.HGetAll(ctx, t.Keys(slot).Recur)
+	cmds := make([]*redis.MapStringStringCmd, len(slots))
+	for i, slot := range slots {
+		cmds[i] = pipe.HGetAll(ctx, t.Keys(slot).Recur)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("list recurrences of %s: %w", t.Name, err)
 	}
 	var out []RecurrenceInfo
-	for slot, cmd := range cmds {
+	for i, cmd := range cmds {
+		slot := slots[i]
 		k := t.Keys(slot)
 		for id, v := range cmd.Val() {
 			info, err := parseRecurrence(id, v)

@@ -2,6 +2,8 @@ package queue
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -258,6 +260,39 @@ func TestRecurrenceAfterAResizeIsMovedOrRemovedNotDoubled(t *testing.T) {
 	}
 }
 
+// After a resize down, a recurrence left in a slot beyond the count (its
+// tick still there, drained by the daemon) is listed, with its slot.
+func TestRecurrenceInASlotBeyondTheCountIsListed(t *testing.T) {
+	f := newFixture(t, FormatRaw, 8)
+	ids := []string{}
+	for i := 0; len(ids) < 2; i++ {
+		if id := fmt.Sprintf("r%d", i); f.tp.SlotOfID(id) > 0 {
+			ids = append(ids, id)
+		}
+	}
+	for _, id := range ids {
+		r := digest()
+		r.ID = id
+		if _, err := f.q.SetRecurrence(f.ctx, f.tp, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	small := f.tp
+	small.Slots = 1
+	rs, err := f.q.Recurrences(f.ctx, small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rs {
+		got = append(got, fmt.Sprintf("%s@%d", r.ID, r.Slot))
+	}
+	want := []string{fmt.Sprintf("%s@%d", ids[0], f.tp.SlotOfID(ids[0])), fmt.Sprintf("%s@%d", ids[1], f.tp.SlotOfID(ids[1]))}
+	if !slices.Equal(got, want) {
+		t.Errorf("recurrences listed with 1 slot after 8: %v, want %v", got, want)
+	}
+}
+
 func TestTickMemberIsInItsRecurrencesSlot(t *testing.T) {
 	f := newFixture(t, FormatRaw, 8)
 	f.setPast(digest(), 2*time.Second)
@@ -330,14 +365,29 @@ func TestDeadTickIsRequeuedByItsID(t *testing.T) {
 		}
 	}
 	slot := f.tp.SlotOfID(r.ID)
+	// InspectID finds the tick by its id wherever it is: its recurrence's
+	// slot, not its id's.
+	inspect := func(when, want string) {
+		t.Helper()
+		e, err := f.q.InspectID(f.ctx, f.tp, tickID)
+		if err != nil || e.State != want || e.Slot != slot {
+			t.Errorf("%s: InspectID(%s) = state %q slot %d, %v; want %q in slot %d", when, tickID, e.State, e.Slot, err, want, slot)
+		}
+	}
+	inspect("waiting", "scheduled")
+	if ok, err := f.q.CancelID(f.ctx, f.tp, tickID); ok || !errors.Is(err, ErrTick) {
+		t.Errorf("CancelID(waiting tick %s) = %v, %v; want ErrTick", tickID, ok, err)
+	}
 	m := members(f.claim(slot, 10, time.Minute))
 	if len(m) != 1 {
 		t.Fatalf("claimed %d, want the tick", len(m))
 	}
+	inspect("claimed", "inflight")
 	f.settle(slot, m, false, first)
 	if out, err := f.q.Retry(f.ctx, f.tp, slot, Failure{Member: m[0], Permanent: true, Reason: "nack"}, 5); err != nil || out != Dead {
 		t.Fatalf("Retry = %v, %v", out, err)
 	}
+	inspect("dead", "dead")
 	found, err := f.q.DeadFind(f.ctx, f.tp, ByID(tickID))
 	if err != nil || len(found) != 1 || found[0].ID != tickID {
 		t.Fatalf("DeadFind(%s) = %+v, %v; want the dead tick", tickID, found, err)

@@ -2,10 +2,13 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // A tick member is "\0recur\0<version>\0<tick ms>\0<spec>\0<zone>\0<envelope>":
@@ -67,6 +70,35 @@ func tickMessageID(m string) (string, bool) {
 // delivery of that tick, another for the next.
 func TickID(id string, at time.Time) string {
 	return id + "@" + strconv.FormatInt(at.UnixMilli(), 10)
+}
+
+// tickOfID is the member and slot of the tick a tick id (TickID) names,
+// built from its recurrence as it stands (the slot of the recurrence's id,
+// or of an older slot count: slotCandidates). isTick is false when id is
+// not a tick id or its recurrence does not exist; the member is then not
+// necessarily live: the caller looks.
+func (q *Queue) tickOfID(ctx context.Context, t Topic, id string) (member string, slot int, isTick bool, err error) {
+	rid, ok := recurrenceOfTick(id)
+	if !ok {
+		return "", 0, false, nil
+	}
+	for _, slot := range t.slotCandidates([]byte(rid)) {
+		k := t.Keys(slot)
+		v, err := q.rdb.HGet(ctx, k.Recur, rid).Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return "", 0, false, fmt.Errorf("find recurrence %q in %s: %w", rid, k.Recur, err)
+		}
+		// "<version>\0<next ms>\0<last ms>\0<rest>" (recurLua)
+		f := strings.SplitN(v, "\x00", 4)
+		if len(f) != 4 {
+			return "", 0, false, fmt.Errorf("%w %q in %s", errBadRecurrence, rid, k.Recur)
+		}
+		return tickPrefix + f[0] + "\x00" + id[len(rid)+1:] + "\x00" + f[3], slot, true, nil
+	}
+	return "", 0, false, nil
 }
 
 // recurrenceOfTick is the recurrence id of tick id "<id>@<ms>" (TickID);

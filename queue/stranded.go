@@ -64,7 +64,7 @@ func (q *Queue) CountStranded(ctx context.Context, t Topic, slots []int) ([]Stra
 }
 
 // slotsBeyond lists the slots of t at or beyond its slot count that have a
-// scheduled, in-flight or paused key, in slot order (SCAN, as
+// scheduled, in-flight, paused or recur key, in slot order (SCAN, as
 // StrandedSlots). An adopted key has no slots: none.
 func (q *Queue) slotsBeyond(ctx context.Context, t Topic) ([]int, error) {
 	if t.Key != "" {
@@ -84,16 +84,17 @@ func (q *Queue) slotsBeyond(ctx context.Context, t Topic) ([]int, error) {
 	return slices.Sorted(maps.Keys(seen)), nil
 }
 
-// parseSlotKey reads the slot of a scheduled, in-flight or paused key of a
-// topic whose slot keys begin with base ("<prefix>:{<topic>:"). Other keys
-// (the records, the dead set, a topic whose name continues base) are not.
+// parseSlotKey reads the slot of a scheduled, in-flight, paused or recur
+// key of a topic whose slot keys begin with base ("<prefix>:{<topic>:").
+// Other keys (the records, the dead set, a topic whose name continues base)
+// are not.
 func parseSlotKey(key, base string) (int, bool) {
 	rest, ok := strings.CutPrefix(key, base)
 	if !ok {
 		return 0, false
 	}
 	digits, suffix, ok := strings.Cut(rest, "}")
-	if !ok || (suffix != "" && suffix != ":inflight" && suffix != ":paused") {
+	if !ok || (suffix != "" && suffix != ":inflight" && suffix != ":paused" && suffix != ":recur") {
 		return 0, false
 	}
 	n, err := strconv.Atoi(digits)

@@ -40,10 +40,10 @@ func TestStrandedSlotsFindsMessagesBeyondTheSlotCountOnly(t *testing.T) {
 	}
 }
 
-func TestParseSlotKeyTakesOnlyScheduledInflightAndPausedKeys(t *testing.T) {
+func TestParseSlotKeyTakesOnlyScheduledInflightPausedAndRecurKeys(t *testing.T) {
 	base := "dq:{orders:"
 	for key, want := range map[string]int{
-		"dq:{orders:3}": 3, "dq:{orders:12}:inflight": 12, "dq:{orders:7}:paused": 7,
+		"dq:{orders:3}": 3, "dq:{orders:12}:inflight": 12, "dq:{orders:7}:paused": 7, "dq:{orders:9}:recur": 9,
 		"dq:{orders:3}:due": -1, "dq:{orders:3}:dead": -1, "dq:{orders:03}": -1,
 		"dq:{orders:1:3}": -1, "dq:{orders:-1}": -1, "dq:{orders:x}": -1, "dq:{other:3}": -1,
 	} {
