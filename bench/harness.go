@@ -86,15 +86,17 @@ func (e *env) harnessThroughDaemon(ctx context.Context, r *Scenario, prefix stri
 	perWrite := time.Since(calStart) / time.Duration(k)
 	e.dropKeys(cal.Prefix)
 	start := time.Now()
-	due := start.Add(harnessGap + perWrite*time.Duration(n)*5/4).Truncate(time.Millisecond)
+	// A margin of half the calibrated time: the write rate of a shared
+	// machine moves by a third from one second to the next.
+	due := start.Add(harnessGap + perWrite*time.Duration(n)*3/2).Truncate(time.Millisecond)
 	if err := e.writeOneByOne(ctx, t, n, due); err != nil {
 		return err
 	}
 	written := time.Now()
 	gap := due.Sub(written)
 	r.Notes = append(r.Notes, fmt.Sprintf("%d producers wrote %d ZADDs in %s (%.0f/s); the burst fell due %s after the last", harnessProducers, n, written.Sub(start).Round(time.Millisecond), perSecond(float64(n), written.Sub(start)), gap.Round(time.Millisecond)))
-	if gap < 200*time.Millisecond {
-		return fmt.Errorf("writing took too long: %s left before the due time", gap)
+	if gap <= 0 {
+		return fmt.Errorf("writing took too long: the burst fell due %s before the last write", -gap)
 	}
 	return e.drainWindow(ctx, r, d, tr, stop, "burst-harness", due, due, 0)
 }
