@@ -25,7 +25,9 @@ type groupWatch struct {
 	fetches []fetchEvent
 	last    map[int32]commitEvent // the last commit the broker applied, by partition
 	read    map[int32]int64       // the furthest fetch, by partition
-	armed   []*armedKill
+	// furthest is each member's furthest applied commit, by partition.
+	furthest map[string]map[int32]int64
+	armed    []*armedKill
 }
 
 type fetchEvent struct {
@@ -94,7 +96,7 @@ type killEvent struct {
 var errKilled = errors.New("the member was killed before this commit")
 
 func newGroupWatch(k *kafkaBroker, topic string) *groupWatch {
-	w := &groupWatch{topic: topic, k: k, last: map[int32]commitEvent{}, read: map[int32]int64{}}
+	w := &groupWatch{topic: topic, k: k, last: map[int32]commitEvent{}, read: map[int32]int64{}, furthest: map[string]map[int32]int64{}}
 	k.cluster.ControlKey(kmsg.Fetch.Int16(), w.onFetch)
 	k.cluster.ControlKey(kmsg.OffsetCommit.Int16(), w.onCommit)
 	return w
@@ -170,6 +172,10 @@ func (w *groupWatch) onCommit(req kmsg.Request) (kmsg.Response, error, bool) {
 		}
 		for _, p := range ct.Partitions {
 			w.last[p.Partition] = commitEvent{member: c.MemberID, offset: p.Offset}
+			if w.furthest[c.MemberID] == nil {
+				w.furthest[c.MemberID] = map[int32]int64{}
+			}
+			w.furthest[c.MemberID][p.Partition] = max(w.furthest[c.MemberID][p.Partition], p.Offset)
 		}
 	}
 	w.mu.Unlock()
@@ -201,6 +207,22 @@ func (w *groupWatch) uncommitted(clientID string) []span {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].partition < out[j].partition })
 	return out
+}
+
+// committedBy is the furthest offset of partition that a member whose
+// client id is clientID committed, at any time (0: none). A member killed
+// on a fetch may have sent a commit just before: the broker applies it
+// after the kill, and the records below it are committed, not held.
+func (w *groupWatch) committedBy(clientID string, partition int32) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var off int64
+	for member, parts := range w.furthest {
+		if strings.HasPrefix(member, clientID+"-") {
+			off = max(off, parts[partition])
+		}
+	}
+	return off
 }
 
 // readAgain is every record the group fetched a second time (a fetch from
