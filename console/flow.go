@@ -46,7 +46,12 @@ func (f flowState) HeldText() string {
 
 // flows reads the flow control of every topic of ts.
 func (s *Server) flows(ctx context.Context, ts []queue.Topic) ([]flowState, error) {
-	os, err := s.opts.Queue.LimitsOf(ctx, ts)
+	ls, err := s.opts.Queue.LimitsShown(ctx, s.opts.Prefix, ts, func(t queue.Topic) queue.Limits {
+		if env, ok := s.opts.Limits[t.Name]; ok {
+			return env
+		}
+		return queue.EnvLimits(0, "", 0)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -54,21 +59,9 @@ func (s *Server) flows(ctx context.Context, ts []queue.Topic) ([]flowState, erro
 	if err != nil {
 		return nil, err
 	}
-	envs, err := s.opts.Queue.EnvOf(ctx, ts)
-	if err != nil {
-		return nil, err
-	}
-	live, err := s.opts.Queue.Replicas(ctx, s.opts.Prefix)
-	if err != nil {
-		return nil, err
-	}
 	out := make([]flowState, len(ts))
-	for i, t := range ts {
-		env, ok := s.opts.Limits[t.Name]
-		if !ok {
-			env = queue.EnvLimits(0, "", 0)
-		}
-		f := flowState{Limits: os[i].Shown(envs[i], live, env), Held: len(hs[i]) > 0, HoldDepth: -1}
+	for i := range ts {
+		f := flowState{Limits: ls[i], Held: len(hs[i]) > 0, HoldDepth: -1}
 		for _, h := range hs[i] {
 			for _, why := range h.Reasons {
 				if !slices.Contains(f.HeldBy, why) {

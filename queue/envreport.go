@@ -93,3 +93,28 @@ func parseEnvReport(r replicaReport) (ReplicaLimits, bool) {
 	}
 	return ReplicaLimits{Replica: r.replica, Rate: rate, HoldQueue: f[2], HoldAbove: max(-1, hold), Until: r.until}, true
 }
+
+// LimitsShown are the limits in force of every topic of ts as stats,
+// replicas, topics and the console show them (Override.Shown): the limits
+// set at run time (LimitsOf) over those each live daemon of the replica set
+// under prefix reports (EnvOf, Replicas); here is the reader's own
+// environment for a topic, standing in while no daemon is known.
+func (q *Queue) LimitsShown(ctx context.Context, prefix string, ts []Topic, here func(Topic) Limits) ([]Limits, error) {
+	os, err := q.LimitsOf(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	envs, err := q.EnvOf(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	live, err := q.Replicas(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Limits, len(ts))
+	for i, t := range ts {
+		out[i] = os[i].Shown(envs[i], live, here(t))
+	}
+	return out, nil
+}

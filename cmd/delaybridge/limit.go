@@ -139,29 +139,14 @@ type limitsJSON = queue.Limits
 // this shell's configuration stands in (Source "here"; a topic it does not
 // configure has only the run-time ones).
 func (c *cli) limitsInForce(ctx context.Context, ts []queue.Topic) ([]limitsJSON, error) {
-	os, err := c.q.LimitsOf(ctx, ts)
-	if err != nil {
-		return nil, err
-	}
-	envs, err := c.q.EnvOf(ctx, ts)
-	if err != nil {
-		return nil, err
-	}
-	live, err := c.q.Replicas(ctx, c.cfg.KeyPrefix)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]limitsJSON, len(ts))
-	for i, t := range ts {
-		here := queue.EnvLimits(0, "", 0)
+	return c.q.LimitsShown(ctx, c.cfg.KeyPrefix, ts, func(t queue.Topic) queue.Limits {
 		for _, ct := range c.cfg.Topics {
 			if ct.Name == t.Name {
-				here = queue.EnvLimits(ct.RateLimit, ct.HoldQueue, ct.HoldAbove)
+				return queue.EnvLimits(ct.RateLimit, ct.HoldQueue, ct.HoldAbove)
 			}
 		}
-		out[i] = os[i].Shown(envs[i], live, here)
-	}
-	return out, nil
+		return queue.EnvLimits(0, "", 0)
+	})
 }
 
 // printLimits prints one line per topic with a limit in force or held
