@@ -58,19 +58,28 @@ func (q *Queue) CancelID(ctx context.Context, t Topic, id string) (bool, error) 
 	if ok || err != nil {
 		return ok, err
 	}
+	return false, q.refuseTick(ctx, t, id)
+}
+
+// refuseTick is ErrTick when id names a recurrence's tick that waits or is
+// in flight (nil otherwise, and when it names no tick).
+func (q *Queue) refuseTick(ctx context.Context, t Topic, id string) error {
 	member, slot, isTick, err := q.tickOfID(ctx, t, id)
-	if err == nil && isTick {
-		var e Entry
-		e, isTick, err = q.inspect(ctx, t, slot, member, "")
-		if isTick && e.State != "dead" {
-			rid, _ := recurrenceOfTick(id)
-			return false, fmt.Errorf("cancel id %q: %w %q (%s): remove the recurrence (recur rm) to stop it", id, ErrTick, rid, e.State)
-		}
-	}
 	if err != nil {
-		return false, fmt.Errorf("cancel id %q: %w", id, err)
+		return fmt.Errorf("cancel id %q: %w", id, err)
 	}
-	return false, nil
+	if !isTick {
+		return nil
+	}
+	e, found, err := q.inspect(ctx, t, slot, member, "")
+	switch {
+	case err != nil:
+		return fmt.Errorf("cancel id %q: %w", id, err)
+	case found && e.State != "dead":
+		rid, _ := recurrenceOfTick(id)
+		return fmt.Errorf("cancel id %q: %w %q (%s): remove the recurrence (recur rm) to stop it", id, ErrTick, rid, e.State)
+	}
+	return nil
 }
 
 // cancelIn cancels in the first of slots that has the message (see
