@@ -233,14 +233,26 @@ func (q *Queue) removeRecurrence(ctx context.Context, t Topic, id string, slots 
 	return ok, nil
 }
 
-// Recurrences lists the recurrences of t, by id: those of its slots, then
-// those left in slots beyond its slot count by a resize down (found with
-// SCAN, as StrandedSlots: they still tick there, drained by the daemon).
+// Recurrences lists the recurrences of t's slots, by id: a pipelined read
+// of each slot's recur HASH, cheap enough for a page that refreshes.
 func (q *Queue) Recurrences(ctx context.Context, t Topic) ([]RecurrenceInfo, error) {
+	return q.recurrencesIn(ctx, t, nil)
+}
+
+// AllRecurrences is Recurrences and those left in slots beyond t's slot
+// count by a resize down (they still tick there, drained by the daemon),
+// found with SCAN as StrandedSlots finds them: a pass over the keyspace,
+// for an operator's listing (recur ls).
+func (q *Queue) AllRecurrences(ctx context.Context, t Topic) ([]RecurrenceInfo, error) {
 	beyond, err := q.slotsBeyond(ctx, t)
 	if err != nil {
 		return nil, fmt.Errorf("list recurrences of %s beyond its %d slots: %w", t.Name, t.SlotCount(), err)
 	}
+	return q.recurrencesIn(ctx, t, beyond)
+}
+
+// recurrencesIn lists the recurrences of t's slots and of the slots beyond.
+func (q *Queue) recurrencesIn(ctx context.Context, t Topic, beyond []int) ([]RecurrenceInfo, error) {
 	slots := make([]int, t.SlotCount(), t.SlotCount()+len(beyond))
 	for s := range slots {
 		slots[s] = s

@@ -261,7 +261,8 @@ func TestRecurrenceAfterAResizeIsMovedOrRemovedNotDoubled(t *testing.T) {
 }
 
 // After a resize down, a recurrence left in a slot beyond the count (its
-// tick still there, drained by the daemon) is listed, with its slot.
+// tick still there, drained by the daemon) is listed by AllRecurrences
+// (recur ls), with its slot.
 func TestRecurrenceInASlotBeyondTheCountIsListed(t *testing.T) {
 	f := newFixture(t, FormatRaw, 8)
 	ids := []string{}
@@ -279,7 +280,7 @@ func TestRecurrenceInASlotBeyondTheCountIsListed(t *testing.T) {
 	}
 	small := f.tp
 	small.Slots = 1
-	rs, err := f.q.Recurrences(f.ctx, small)
+	rs, err := f.q.AllRecurrences(f.ctx, small)
 	if err != nil {
 		t.Fatal(err)
 	}

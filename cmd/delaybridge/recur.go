@@ -161,7 +161,7 @@ func runRecurLs(ctx context.Context, args []string, s stdio) int {
 		return code
 	}
 	defer c.close()
-	rs, err := c.q.Recurrences(ctx, t)
+	rs, err := c.q.AllRecurrences(ctx, t)
 	if err != nil {
 		return c.fail(err)
 	}
