@@ -7,8 +7,8 @@ import (
 	"github.com/kelseyhightower/envconfig"
 )
 
-// env is every global variable as text, with its default. The README's
-// configuration table is checked against these tags (see TestREADMEConfigTableMatchesConfig), so
+// env is every global variable as text, with its default. docs/configuration.md's
+// table is checked against these tags (see TestConfigDocTableMatchesConfig), so
 // the two cannot drift. A field tagged secret is redacted in errors and has a
 // _FILE variant (for Kubernetes secrets) that names a file holding the value.
 type env struct {

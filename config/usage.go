@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-//go:generate go run ./internal/gendoc -readme ../README.md
+//go:generate go run ./internal/gendoc -doc ../docs/configuration.md
 
-// Markers around the configuration section of README.md that Markdown fills.
+// Markers around the tables of docs/configuration.md that Markdown fills.
 const (
 	MarkdownBegin = "<!-- config:begin -->"
 	MarkdownEnd   = "<!-- config:end -->"
@@ -45,16 +45,16 @@ func writeRows(b *strings.Builder, prefix string, t reflect.Type) {
 	}
 }
 
-// UpdateREADME returns readme with the text between MarkdownBegin and
+// UpdateDoc returns doc with the text between MarkdownBegin and
 // MarkdownEnd replaced by Markdown(); the rest is left as it is.
-func UpdateREADME(readme string) (string, error) {
-	before, rest, ok := strings.Cut(readme, MarkdownBegin)
+func UpdateDoc(doc string) (string, error) {
+	before, rest, ok := strings.Cut(doc, MarkdownBegin)
 	if !ok {
-		return "", errors.New("README has no " + MarkdownBegin + " marker")
+		return "", errors.New("the configuration document has no " + MarkdownBegin + " marker")
 	}
 	_, after, ok := strings.Cut(rest, MarkdownEnd)
 	if !ok {
-		return "", errors.New("README has no " + MarkdownEnd + " marker after " + MarkdownBegin)
+		return "", errors.New("the configuration document has no " + MarkdownEnd + " marker after " + MarkdownBegin)
 	}
 	return before + MarkdownBegin + Markdown() + MarkdownEnd + after, nil
 }

@@ -23,29 +23,44 @@ import (
 	"github.com/delaybridge/delaybridge/queue"
 )
 
-// readmeCode is one code block of README.md: an indented one (lang "") or
-// a fenced one, its lines without the indent.
+// readmeDocs are the documents whose code blocks the in-order run reads,
+// in that order: README.md, then the pages its reference sections moved
+// to, so a block keeps its place after the ones whose state it uses.
+var readmeDocs = []string{"README.md", "docs/installation.md", "docs/cli.md", "docs/flow-control.md", "docs/api.md", "docs/console.md"}
+
+// readmeCode is one code block of README.md (or of one of readmeDocs): an
+// indented one (lang "") or a fenced one, its lines without the indent.
 type readmeCode struct {
-	line  int // of its first line, 1-based
+	file  string // of readmeDocs
+	line  int    // of its first line, 1-based
 	lang  string
 	lines []string
 }
 
 func (c readmeCode) first() string { return strings.TrimSpace(c.lines[0]) }
 
-// readmeCodeBlocks returns every code block of README.md in order.
+// readmeCodeBlocks returns every code block of readmeDocs in order.
 func readmeCodeBlocks(t *testing.T) []readmeCode {
 	t.Helper()
-	doc, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []readmeCode
-	lines := strings.Split(string(doc), "\n")
+	for _, file := range readmeDocs {
+		doc, err := os.ReadFile(filepath.Join("..", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, codeBlocks(file, string(doc))...)
+	}
+	return out
+}
+
+// codeBlocks returns the code blocks of one Markdown document in order.
+func codeBlocks(file, doc string) []readmeCode {
+	var out []readmeCode
+	lines := strings.Split(doc, "\n")
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		if lang, ok := strings.CutPrefix(strings.TrimSpace(l), "```"); ok {
-			c := readmeCode{line: i + 2, lang: lang}
+			c := readmeCode{file: file, line: i + 2, lang: lang}
 			for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
 				c.lines = append(c.lines, lines[i])
 			}
@@ -56,7 +71,7 @@ func readmeCodeBlocks(t *testing.T) []readmeCode {
 		if indent < 4 || strings.TrimSpace(l) == "" || i == 0 || strings.TrimSpace(lines[i-1]) != "" {
 			continue
 		}
-		c := readmeCode{line: i + 1}
+		c := readmeCode{file: file, line: i + 1}
 		for ; i < len(lines); i++ {
 			l := lines[i]
 			if strings.TrimSpace(l) != "" && len(l)-len(strings.TrimLeft(l, " ")) < indent {
@@ -117,8 +132,8 @@ func heredoc(file string, lines []string, run string) []string {
 	return append(out, "README_EOF", run)
 }
 
-// readmeDecisions has one entry per README code block, in README order. A
-// block added to README without an entry here fails the test.
+// readmeDecisions has one entry per code block of readmeDocs, in that
+// order. A block added to one of them without an entry here fails the test.
 func readmeDecisions() []readmeDecision {
 	return []readmeDecision{{
 		first: "ZADD dq:{orders:0} 1764000000000",
@@ -153,9 +168,6 @@ func readmeDecisions() []readmeDecision {
 				"amqpqueue delete orders", "amqpqueue delete "+r.name)
 		},
 		want: []string{"topic orders (amqp): ok", `{"order":42}`, `"event":"payment-timeout"`, "x-delaybridge-id=", "deleted queue ", "done: forget topic orders"},
-	}, {
-		first:  "kubectl create namespace delaybridge",
-		notRun: "needs Kubernetes and Helm; the chart is rendered and checked by the deploy module's tests",
 	}, {
 		first: "q := queue.New(",
 		script: func(r *readmeRun, lines []string) []string {
@@ -197,10 +209,21 @@ func readmeDecisions() []readmeDecision {
 	}, {
 		first: "export DELAYBRIDGE_TOPICS=orders,digests,heartbeats",
 		script: func(r *readmeRun, lines []string) []string {
-			// The test's: the block leaves the heartbeat (no daemon runs it).
-			return append(lines, "bin/delaybridge recur rm heartbeats hb")
+			// The heartbeats' queue is the test's. Then the test's: a
+			// daemon running heartbeats delivers a tick into that queue
+			// (the block's routing key), and everything the block and the
+			// daemon left goes.
+			hb := r.name + "-hb"
+			out := replaceAll(lines, "amqpqueue declare hb", "amqpqueue declare "+hb, "--routing-key hb", "--routing-key "+hb)
+			return append(out,
+				"DELAYBRIDGE_TOPICS=heartbeats bin/delaybridge run 2>>"+r.logFile+" & HB_DAEMON=$!",
+				"for i in $(seq 60); do HB=$(go run ./examples/amqpqueue get "+hb+"); case $HB in *ping*) echo \"$HB\"; break;; esac; sleep 0.5; done",
+				"kill $HB_DAEMON; wait $HB_DAEMON",
+				"bin/delaybridge recur rm heartbeats hb",
+				"bin/delaybridge topics forget heartbeats --yes",
+				"go run ./examples/amqpqueue delete "+hb)
 		},
-		want: []string{"daily-digest", "Europe/Berlin"},
+		want: []string{"daily-digest", "Europe/Berlin", "ping  id=hb@", "x-delaybridge-recurrence=hb"},
 	}, {
 		first: "bin/delaybridge dead list orders",
 		script: func(r *readmeRun, lines []string) []string {
@@ -255,20 +278,19 @@ func readmeDecisions() []readmeDecision {
 		},
 		want: []string{"configuration: ok", "reminders: rate limit 2000/s"},
 	}, {
-		first: "T=$(cat /run/secrets/api-token); API=http://127.0.0.1:8090",
+		first: "export API_TOKEN=$(head -c 16 /dev/urandom",
 		script: func(r *readmeRun, lines []string) []string {
-			// The test's: the daemon serving the API (on its own port),
-			// registering orders (only: the shell's other topics would stay
-			// in the registry); the token file the block reads.
+			// The block starts the daemon serving the API and calls it.
+			// The test's: the API's port and the log file, and the
+			// daemon's pid, to stop it after the Node.js block.
 			api := fmt.Sprintf("127.0.0.1:%d", r.apiPort)
-			tokenFile := filepath.Join(r.dir, "api-token")
-			out := []string{
-				"printf %s " + r.apiToken + " >" + tokenFile,
-				"export DELAYBRIDGE_API_TOKEN=" + r.apiToken,
-				"DELAYBRIDGE_TOPICS=orders DELAYBRIDGE_API_ADDR=" + api + " DELAYBRIDGE_API_TOKENS=" + r.apiToken + " bin/delaybridge run 2>>" + r.logFile + " & API_DAEMON=$!",
-				"for i in $(seq 600); do curl -sf -H 'Authorization: Bearer " + r.apiToken + "' http://" + api + "/v1/topics | grep -q '\"orders\"' && break; sleep 0.1; done",
+			out := replaceAll(lines, "127.0.0.1:8090", api, "/tmp/delaybridge.log", r.logFile)
+			for i, l := range out {
+				if strings.Contains(l, "bin/delaybridge run") && strings.HasSuffix(l, "&") {
+					out[i] = l + " API_DAEMON=$!"
+				}
 			}
-			return append(out, replaceAll(lines, "/run/secrets/api-token", tokenFile, "127.0.0.1:8090", api)...)
+			return out
 		},
 		want: []string{`"id":"order-42"`, `"state":"scheduled"`},
 	}, {
@@ -317,6 +339,9 @@ func readmeDecisions() []readmeDecision {
 	}, {
 		first:  "make test      # services + make lint",
 		notRun: "make's development targets: make test is the suite this test belongs to (it runs lint, chaos and the build itself), make fuzz takes minutes, make services-stop would stop the services other tests use",
+	}, {
+		first:  "kubectl create namespace delaybridge",
+		notRun: "needs Kubernetes and Helm; the chart is rendered and checked by the deploy module's tests",
 	}}
 }
 
@@ -353,7 +378,8 @@ func have(need string) bool {
 }
 
 // TestReadmeExamplesRunInOrderAndLeaveNothing runs every runnable code
-// block of README.md in README order, in one shell, as a user pastes them
+// block of README.md and of the pages of readmeDocs, in that order, in one
+// shell, as a user pastes them
 // after a fresh clone, starting with the quick start; each block not run
 // is listed in readmeDecisions with the reason. It then checks what they
 // leave: no key under its prefix, no queue, no process. Only what would
@@ -379,11 +405,11 @@ func TestReadmeExamplesRunInOrderAndLeaveNothing(t *testing.T) {
 	var script, want []string
 	for i, c := range blocks {
 		if i >= len(decisions) || !strings.HasPrefix(c.first(), decisions[i].first) {
-			t.Fatalf("README.md line %d: block %d (%q) has no decision here: add one to readmeDecisions, in README order (run it, or say why not)", c.line, i, c.first())
+			t.Fatalf("%s line %d: block %d (%q) has no decision here: add one to readmeDecisions, in the order of readmeDocs (run it, or say why not)", c.file, c.line, i, c.first())
 		}
 		d := decisions[i]
 		if d.notRun != "" {
-			t.Logf("README.md line %d not run: %s", c.line, d.notRun)
+			t.Logf("%s line %d not run: %s", c.file, c.line, d.notRun)
 			continue
 		}
 		missing := ""
@@ -393,10 +419,10 @@ func TestReadmeExamplesRunInOrderAndLeaveNothing(t *testing.T) {
 			}
 		}
 		if missing != "" {
-			t.Errorf("README.md line %d needs %s, which this machine lacks (make test installs what it can: scripts/python-redis.sh, scripts/chromium.sh)", c.line, missing)
+			t.Errorf("%s line %d needs %s, which this machine lacks (make test installs what it can: scripts/python-redis.sh, scripts/chromium.sh)", c.file, c.line, missing)
 			continue
 		}
-		script = append(script, fmt.Sprintf("echo '### README.md line %d'", c.line))
+		script = append(script, fmt.Sprintf("echo '### %s line %d'", c.file, c.line))
 		for _, l := range d.script(r, c.lines) {
 			l = strings.ReplaceAll(l, "bin/delaybridge", binary)
 			if strings.HasPrefix(l, "delaybridge ") {
@@ -407,7 +433,7 @@ func TestReadmeExamplesRunInOrderAndLeaveNothing(t *testing.T) {
 		want = append(want, d.want...)
 	}
 	if len(decisions) > len(blocks) {
-		t.Fatalf("readmeDecisions has %d entries for README.md's %d blocks: remove the ones for blocks that are gone", len(decisions), len(blocks))
+		t.Fatalf("readmeDecisions has %d entries for the %d blocks of %v: remove the ones for blocks that are gone", len(decisions), len(blocks), readmeDocs)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -1,4 +1,4 @@
-// Command gendoc rewrites the configuration section of README.md (between
+// Command gendoc rewrites the tables of docs/configuration.md (between
 // <!-- config:begin --> and <!-- config:end -->) from the config package's
 // struct tags, leaving the rest of the file untouched.
 //
@@ -15,9 +15,9 @@ import (
 )
 
 func main() {
-	readme := flag.String("readme", "README.md", "path of the README to update")
+	doc := flag.String("doc", "docs/configuration.md", "path of the configuration document to update")
 	flag.Parse()
-	if err := run(*readme); err != nil {
+	if err := run(*doc); err != nil {
 		fmt.Fprintln(os.Stderr, "gendoc:", err)
 		os.Exit(1)
 	}
@@ -28,7 +28,7 @@ func run(path string) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
-	doc, err := config.UpdateREADME(string(old))
+	doc, err := config.UpdateDoc(string(old))
 	if err != nil {
 		return fmt.Errorf("update %s: %w", path, err)
 	}

@@ -9,18 +9,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestREADMEConfigTableMatchesConfig(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+func TestConfigDocTableMatchesConfig(t *testing.T) {
+	b, err := os.ReadFile("../docs/configuration.md")
 	if err != nil {
-		t.Fatalf("read README: %v", err)
+		t.Fatalf("read docs/configuration.md: %v", err)
 	}
-	readme := string(b)
-	want, err := UpdateREADME(readme)
+	doc := string(b)
+	want, err := UpdateDoc(doc)
 	if err != nil {
-		t.Fatalf("README: %v", err)
+		t.Fatalf("docs/configuration.md: %v", err)
 	}
-	if diff := cmp.Diff(want, readme); diff != "" {
-		t.Errorf("README.md's configuration section is out of date: run `go generate ./config` (or `go run ./config/internal/gendoc` from the repository root).\n(-generated +README):\n%s", diff)
+	if diff := cmp.Diff(want, doc); diff != "" {
+		t.Errorf("docs/configuration.md's tables are out of date: run `go generate ./config` (or `go run ./config/internal/gendoc` from the repository root).\n(-generated +docs/configuration.md):\n%s", diff)
 	}
 }
 
@@ -45,19 +45,19 @@ func TestMarkdownDocumentsEveryVariable(t *testing.T) {
 	}
 }
 
-func TestUpdateREADMETouchesOnlyTheMarkedSection(t *testing.T) {
+func TestUpdateDocTouchesOnlyTheMarkedSection(t *testing.T) {
 	in := "# delaybridge\n\nintro\n\n" + MarkdownBegin + "\nstale table\n" + MarkdownEnd + "\n\n## More\nafter\n"
-	got, err := UpdateREADME(in)
+	got, err := UpdateDoc(in)
 	if err != nil {
-		t.Fatalf("UpdateREADME: %v", err)
+		t.Fatalf("UpdateDoc: %v", err)
 	}
 	want := "# delaybridge\n\nintro\n\n" + MarkdownBegin + Markdown() + MarkdownEnd + "\n\n## More\nafter\n"
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("UpdateREADME mismatch (-want +got):\n%s", diff)
+		t.Errorf("UpdateDoc mismatch (-want +got):\n%s", diff)
 	}
 	for _, bad := range []string{"no markers", MarkdownBegin + " without end", MarkdownEnd + " before " + MarkdownBegin} {
-		if _, err := UpdateREADME(bad); err == nil {
-			t.Errorf("UpdateREADME(%q) accepted it", bad)
+		if _, err := UpdateDoc(bad); err == nil {
+			t.Errorf("UpdateDoc(%q) accepted it", bad)
 		}
 	}
 }
