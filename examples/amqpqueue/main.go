@@ -1,15 +1,21 @@
-// Command amqpqueue declares, reads and deletes a RabbitMQ queue, for the
-// README's quick start on a broker without the management plugin:
+// Command amqpqueue declares, reads and deletes a RabbitMQ queue, and
+// publishes a test message, for the README's quick start and the migration
+// guide on a broker without the management plugin:
 //
 //	go run ./examples/amqpqueue declare orders   # durable queue "orders"
 //	go run ./examples/amqpqueue get orders       # print (and take) what it holds
 //	go run ./examples/amqpqueue delete orders
+//	go run ./examples/amqpqueue --x-delay 5000 publish orders '{"order":42}'
 //
 // The default exchange routes a message to the queue its routing key names,
 // so a delaybridge topic "orders" without an exchange of its own (routing
 // key: the topic name) delivers into the queue "orders". With -exchange,
 // declare also declares that direct exchange and binds the queue to it with
-// -key. The broker is DELAYBRIDGE_AMQP_URL, or guest@127.0.0.1.
+// -key. publish sends BODY (persistent, mandatory, confirmed) with routing
+// key KEY to -exchange (default: the default exchange, where KEY names the
+// queue), with the header x-delay when -x-delay is given: what a producer
+// of the delayed-message plugin sends, for delaybridge's intake. The broker
+// is DELAYBRIDGE_AMQP_URL, or guest@127.0.0.1.
 package main
 
 import (
@@ -24,14 +30,23 @@ import (
 func main() {
 	exchange := flag.String("exchange", "", "declare: also declare this direct exchange and bind the queue to it")
 	key := flag.String("key", "", "declare: the binding key with --exchange (default: the queue name)")
+	delay := flag.Int64("x-delay", -1, "publish: the x-delay header, in milliseconds (default: none)")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: amqpqueue [--exchange NAME [--key KEY]] declare|get|delete QUEUE")
+		fmt.Fprintln(os.Stderr, "usage: amqpqueue [--exchange NAME [--key KEY]] declare|get|delete QUEUE\n       amqpqueue [--exchange NAME] [--x-delay MS] publish KEY BODY")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() != 2 {
+	if flag.NArg() != 2 && !(flag.NArg() == 3 && flag.Arg(0) == "publish") {
 		flag.Usage()
 		os.Exit(2)
+	}
+	if flag.Arg(0) == "publish" {
+		err := publish(os.Stdout, amqpURL(), *exchange, flag.Arg(1), []byte(flag.Arg(2)), *delay)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "amqpqueue:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(flag.Arg(0), flag.Arg(1), *exchange, *key); err != nil {
 		fmt.Fprintln(os.Stderr, "amqpqueue:", err)
@@ -39,12 +54,16 @@ func main() {
 	}
 }
 
-func run(verb, queue, exchange, key string) error {
-	url := os.Getenv("DELAYBRIDGE_AMQP_URL")
-	if url == "" {
-		url = "amqp://guest:guest@127.0.0.1:5672/"
+// amqpURL is DELAYBRIDGE_AMQP_URL, or the local guest broker.
+func amqpURL() string {
+	if url := os.Getenv("DELAYBRIDGE_AMQP_URL"); url != "" {
+		return url
 	}
-	conn, err := amqp091.Dial(url)
+	return "amqp://guest:guest@127.0.0.1:5672/"
+}
+
+func run(verb, queue, exchange, key string) error {
+	conn, err := amqp091.Dial(amqpURL())
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
@@ -65,7 +84,7 @@ func run(verb, queue, exchange, key string) error {
 		}
 		return err
 	}
-	return fmt.Errorf("unknown verb %q: want declare, get or delete", verb)
+	return fmt.Errorf("unknown verb %q: want declare, get, delete or publish", verb)
 }
 
 func declare(ch *amqp091.Channel, queue, exchange, key string) error {
