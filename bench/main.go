@@ -186,12 +186,15 @@ func main() {
 
 // Report is what -out writes.
 type Report struct {
-	Quick     bool       `json:"quick"`
-	Started   time.Time  `json:"started"`
-	GoVersion string     `json:"go_version"`
-	CPUs      int        `json:"cpus"`
-	BodyBytes int        `json:"body_bytes"`
-	Scenarios []Scenario `json:"scenarios"`
+	Quick     bool      `json:"quick"`
+	Started   time.Time `json:"started"`
+	GoVersion string    `json:"go_version"`
+	CPUs      int       `json:"cpus"`
+	// CPUModel and GOMAXPROCS are the machine's (see machine.go).
+	CPUModel   string     `json:"cpu_model,omitempty"`
+	GOMAXPROCS int        `json:"gomaxprocs,omitempty"`
+	BodyBytes  int        `json:"body_bytes"`
+	Scenarios  []Scenario `json:"scenarios"`
 }
 
 // defaultRun is what -run runs unless told otherwise: every scenario of
@@ -250,7 +253,8 @@ func run(ctx context.Context, o options) error {
 	}
 	defer e.close()
 
-	rep := Report{Quick: o.quick, Started: time.Now().UTC(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), BodyBytes: o.size}
+	rep := Report{Quick: o.quick, Started: time.Now().UTC(), GoVersion: runtime.Version(), BodyBytes: o.size}
+	rep.machine()
 	var failed []string
 	for _, s := range scenarios {
 		if !want[s.name] || ctx.Err() != nil {
