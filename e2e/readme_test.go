@@ -242,6 +242,12 @@ func readmeDecisions() []readmeDecision {
 		},
 		want: []string{"orders: 1 dead", "NO_ROUTE", "cancelled id order-42"},
 	}, {
+		first:  "make test      # services + make lint",
+		notRun: "make's development targets: make test is the suite this test belongs to (it runs lint, chaos and the build itself), make fuzz takes minutes, make services-stop would stop the services other tests use",
+	}, {
+		first:  "kubectl create namespace delaybridge",
+		notRun: "needs Kubernetes and Helm; the chart is rendered and checked by the deploy module's tests",
+	}, {
 		first: "delaybridge ls orders --state retrying --limit 50",
 		script: func(r *readmeRun, lines []string) []string {
 			payload := filepath.Join(r.dir, "payload.bin")
@@ -336,12 +342,6 @@ func readmeDecisions() []readmeDecision {
 				"bin/delaybridge cancel orders --id invoice-9")
 		},
 		want: []string{"console 200", "cancelled id invoice-9"},
-	}, {
-		first:  "make test      # services + make lint",
-		notRun: "make's development targets: make test is the suite this test belongs to (it runs lint, chaos and the build itself), make fuzz takes minutes, make services-stop would stop the services other tests use",
-	}, {
-		first:  "kubectl create namespace delaybridge",
-		notRun: "needs Kubernetes and Helm; the chart is rendered and checked by the deploy module's tests",
 	}}
 }
 

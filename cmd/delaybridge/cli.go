@@ -126,7 +126,7 @@ func (c *cli) fail(err error) int {
 	fmt.Fprintf(c.s.err, "delaybridge %s: %v\n", c.name, err)
 	if errors.Is(err, queue.ErrRedisFull) {
 		fmt.Fprintf(c.s.err, "delaybridge %s: Redis is full, nothing was written: raise its maxmemory or free memory; "+
-			"the daemon still delivers the backlog, which frees room (README, \"Redis is full\")\n", c.name)
+			"the daemon still delivers the backlog, which frees room (docs/operations.md, \"Redis is full\")\n", c.name)
 	}
 	return exitFail
 }

@@ -28,7 +28,7 @@ import (
 // within DELAYBRIDGE_SHUTDOWN_TIMEOUT.
 func runDaemon(ctx context.Context, args []string, s stdio) int {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
-		fmt.Fprintln(s.out, "usage: delaybridge run\n\nRuns the daemon, configured by DELAYBRIDGE_* environment variables (see README.md).")
+		fmt.Fprintln(s.out, "usage: delaybridge run\n\nRuns the daemon, configured by DELAYBRIDGE_* environment variables (see docs/configuration.md).")
 		return exitOK
 	}
 	if len(args) > 0 {
