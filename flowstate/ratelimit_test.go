@@ -1,28 +1,30 @@
-package queue
+package flowstate
 
 import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 func TestAcquireGrantsABurstThenTellsHowLongToWait(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, FormatRaw, 1)
+	f := newFixture(t, queue.FormatRaw, 1)
 	const rate = 100 // burst 10, a permit every 10 ms
-	g, err := f.q.Acquire(f.ctx, f.tp, rate, 50, 0)
+	g, err := f.s.Acquire(f.ctx, f.tp, rate, 50, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g.Permits != 10 {
 		t.Fatalf("first grant = %d permits, want the burst, 10", g.Permits)
 	}
-	slow := Topic{Name: "slow", Prefix: f.tp.Prefix}
+	slow := queue.Topic{Name: "slow", Prefix: f.tp.Prefix}
 	const slowRate = 2 // burst 1, a permit every 500 ms
-	if g, err := f.q.Acquire(f.ctx, slow, slowRate, 50, 0); err != nil || g.Permits != 1 {
+	if g, err := f.s.Acquire(f.ctx, slow, slowRate, 50, 0); err != nil || g.Permits != 1 {
 		t.Fatalf("first grant at 2/s = %+v, %v; want 1", g, err)
 	}
-	g, err = f.q.Acquire(f.ctx, slow, slowRate, 50, 0)
+	g, err = f.s.Acquire(f.ctx, slow, slowRate, 50, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +32,7 @@ func TestAcquireGrantsABurstThenTellsHowLongToWait(t *testing.T) {
 		t.Fatalf("second grant at 2/s = %+v, want none and a wait of at most 500 ms", g)
 	}
 	time.Sleep(g.Wait)
-	g, err = f.q.Acquire(f.ctx, slow, slowRate, 50, 0)
+	g, err = f.s.Acquire(f.ctx, slow, slowRate, 50, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,20 +43,20 @@ func TestAcquireGrantsABurstThenTellsHowLongToWait(t *testing.T) {
 
 func TestAcquireTakesBackUnusedPermits(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, FormatRaw, 1)
+	f := newFixture(t, queue.FormatRaw, 1)
 	const rate = 0.5 // burst 1, one permit every 2 s
-	if g, err := f.q.Acquire(f.ctx, f.tp, rate, 10, 0); err != nil || g.Permits != 1 {
+	if g, err := f.s.Acquire(f.ctx, f.tp, rate, 10, 0); err != nil || g.Permits != 1 {
 		t.Fatalf("first grant = %+v, %v; want 1 permit", g, err)
 	}
-	if g, err := f.q.Acquire(f.ctx, f.tp, rate, 1, 0); err != nil || g.Permits != 0 || g.Wait < time.Second {
+	if g, err := f.s.Acquire(f.ctx, f.tp, rate, 1, 0); err != nil || g.Permits != 0 || g.Wait < time.Second {
 		t.Fatalf("second grant = %+v, %v; want none and a wait of about 2 s", g, err)
 	}
 	// The claim found nothing due: its permit goes back, and the next
 	// grant has it at once.
-	if g, err := f.q.Acquire(f.ctx, f.tp, rate, 0, 1); err != nil || g.Permits != 0 {
+	if g, err := f.s.Acquire(f.ctx, f.tp, rate, 0, 1); err != nil || g.Permits != 0 {
 		t.Fatalf("giving back = %+v, %v", g, err)
 	}
-	if g, err := f.q.Acquire(f.ctx, f.tp, rate, 1, 0); err != nil || g.Permits != 1 {
+	if g, err := f.s.Acquire(f.ctx, f.tp, rate, 1, 0); err != nil || g.Permits != 1 {
 		t.Fatalf("grant after the give-back = %+v, %v; want the permit given back", g, err)
 	}
 }
@@ -63,7 +65,7 @@ func TestAcquireTakesBackUnusedPermits(t *testing.T) {
 // replica with a backlog, together get the rate and no more.
 func TestAcquireSharesOneRateAmongReplicas(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, FormatRaw, 1)
+	f := newFixture(t, queue.FormatRaw, 1)
 	const rate, run = 400.0, 1500 * time.Millisecond
 	var mu sync.Mutex
 	total := 0
@@ -74,7 +76,7 @@ func TestAcquireSharesOneRateAmongReplicas(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for time.Since(start) < run {
-				g, err := f.q.Acquire(f.ctx, f.tp, rate, 100, 0)
+				g, err := f.s.Acquire(f.ctx, f.tp, rate, 100, 0)
 				if err != nil {
 					t.Error(err)
 					return
@@ -98,29 +100,17 @@ func TestAcquireSharesOneRateAmongReplicas(t *testing.T) {
 	}
 }
 
-func TestFlowKeysShareTheTopicsOwnHashTag(t *testing.T) {
-	t.Parallel()
-	k := Topic{Name: "orders", Prefix: "dq", Slots: 8}.FlowKeys()
-	if k.Bucket != "dq:{orders}:rate" || k.Limits != "dq:{orders}:limits" {
-		t.Errorf("flow keys = %+v", k)
-	}
-	k = Topic{Name: "legacy", Key: "delayqueue"}.FlowKeys()
-	if k.Bucket != "{delayqueue}:rate" || k.Limits != "{delayqueue}:limits" {
-		t.Errorf("flow keys of an adopted key = %+v", k)
-	}
-}
-
 func TestRunTimeLimitsOverrideTheEnvironmentUntilCleared(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, FormatRaw, 1)
+	f := newFixture(t, queue.FormatRaw, 1)
 	rate, hold := 50.0, -1
-	if err := f.q.SetLimits(f.ctx, f.tp, Override{Rate: &rate}); err != nil {
+	if err := f.s.SetLimits(f.ctx, f.tp, Override{Rate: &rate}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.q.SetLimits(f.ctx, f.tp, Override{HoldAbove: &hold}); err != nil {
+	if err := f.s.SetLimits(f.ctx, f.tp, Override{HoldAbove: &hold}); err != nil {
 		t.Fatal(err)
 	}
-	o, err := f.q.Limits(f.ctx, f.tp)
+	o, err := f.s.Limits(f.ctx, f.tp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,10 +120,10 @@ func TestRunTimeLimitsOverrideTheEnvironmentUntilCleared(t *testing.T) {
 	if r, h := o.Effective(300, 1000); r != 50 || h != -1 {
 		t.Errorf("effective = %v, %d; want 50, -1", r, h)
 	}
-	if ok, err := f.q.ClearLimits(f.ctx, f.tp); err != nil || !ok {
+	if ok, err := f.s.ClearLimits(f.ctx, f.tp); err != nil || !ok {
 		t.Fatalf("clear = %v, %v", ok, err)
 	}
-	o, err = f.q.Limits(f.ctx, f.tp)
+	o, err = f.s.Limits(f.ctx, f.tp)
 	if err != nil || !o.IsZero() {
 		t.Fatalf("limits after clear = %+v, %v; want none", o, err)
 	}
