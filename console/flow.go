@@ -8,19 +8,22 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/delaybridge/delaybridge/flowstate"
+	"github.com/delaybridge/delaybridge/internal/flowtext"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
 // Flow control on the console: the limits in force (those each live
-// daemon's environment gives the topic, queue.EnvOf and queue.Replicas, or
-// Options.Limits while no daemon is known, overridden by those set at run
-// time) and whether a
-// replica holds the topic now (queue.HeldOf), on the overview and the
-// topic page; and the limit action, the console's `delaybridge limit`.
+// daemon's environment gives the topic, flowstate's EnvOf and
+// queue.Replicas, or Options.Limits while no daemon is known, overridden by
+// those set at run time) and whether a replica holds the topic now
+// (flowstate's HeldOf), on the overview and the topic page; and the limit
+// action, the console's `delaybridge limit`. The words are flowtext's, the
+// same as the CLI's.
 
 // flowState is a topic's flow control as the console shows it.
 type flowState struct {
-	Limits queue.Limits `json:"limits"`
+	Limits flowstate.Limits `json:"limits"`
 	// Held is true while a replica reports holding the topic; HeldBy says
 	// why ("rate", "queue") and HoldDepth is the hold queue's ready count
 	// last read (-1: not known).
@@ -30,7 +33,7 @@ type flowState struct {
 }
 
 // LimitsText says what the limits are, for people.
-func (f flowState) LimitsText() string { return f.Limits.Text() }
+func (f flowState) LimitsText() string { return flowtext.Limits(f.Limits) }
 
 // HeldText says why the topic is held, for people ("" when it is not).
 func (f flowState) HeldText() string {
@@ -38,7 +41,7 @@ func (f flowState) HeldText() string {
 	if f.HoldDepth >= 0 {
 		depth = strconv.Itoa(f.HoldDepth)
 	}
-	if why := queue.HeldWhy(f.HeldBy, f.Limits.HoldQueue, depth); why != "" {
+	if why := flowtext.HeldWhy(f.HeldBy, f.Limits.HoldQueue, depth); why != "" {
 		return "held " + why
 	}
 	return ""
@@ -46,16 +49,16 @@ func (f flowState) HeldText() string {
 
 // flows reads the flow control of every topic of ts.
 func (s *Server) flows(ctx context.Context, ts []queue.Topic) ([]flowState, error) {
-	ls, err := s.opts.Queue.LimitsShown(ctx, s.opts.Prefix, ts, func(t queue.Topic) queue.Limits {
+	ls, err := s.flow.LimitsShown(ctx, s.opts.Prefix, ts, func(t queue.Topic) flowstate.Limits {
 		if env, ok := s.opts.Limits[t.Name]; ok {
 			return env
 		}
-		return queue.EnvLimits(0, "", 0)
+		return flowstate.EnvLimits(0, "", 0)
 	})
 	if err != nil {
 		return nil, err
 	}
-	hs, err := s.opts.Queue.HeldOf(ctx, ts)
+	hs, err := s.flow.HeldOf(ctx, ts)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +71,7 @@ func (s *Server) flows(ctx context.Context, ts []queue.Topic) ([]flowState, erro
 					f.HeldBy = append(f.HeldBy, why)
 				}
 			}
-			if h.By(queue.HeldQueue) {
+			if h.By(flowstate.HeldQueue) {
 				f.HoldDepth = max(f.HoldDepth, h.Depth)
 			}
 		}
@@ -82,8 +85,8 @@ func (s *Server) flows(ctx context.Context, ts []queue.Topic) ([]flowState, erro
 // hold_above (a number, or "none" to lift it), or off to clear what was
 // set at run time.
 func (s *Server) limitAction() action {
-	parse := func(f url.Values) (queue.Override, error) {
-		o, err := queue.ParseOverride(f.Get("rate"), f.Get("hold_above"))
+	parse := func(f url.Values) (flowstate.Override, error) {
+		o, err := flowtext.ParseOverride(f.Get("rate"), f.Get("hold_above"))
 		switch {
 		case err != nil:
 			return o, fmt.Errorf("%w: %w", err, errBadInput)
@@ -109,7 +112,7 @@ func (s *Server) limitAction() action {
 			return "", err
 		}
 		if o.IsZero() {
-			had, err := s.opts.Queue.ClearLimits(ctx, t)
+			had, err := s.flow.ClearLimits(ctx, t)
 			if err != nil {
 				return "", err
 			}
@@ -118,7 +121,7 @@ func (s *Server) limitAction() action {
 			}
 			return fmt.Sprintf("Cleared the limits of %s set at run time: its environment's apply again.", t.Name), nil
 		}
-		if err := s.opts.Queue.SetLimits(ctx, t, o); err != nil {
+		if err := s.flow.SetLimits(ctx, t, o); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("Set %s on %s (every replica within a second).", describe(o), t.Name), nil
@@ -126,7 +129,7 @@ func (s *Server) limitAction() action {
 }
 
 // describe says what a change of limits sets.
-func describe(o queue.Override) string {
+func describe(o flowstate.Override) string {
 	var parts []string
 	if o.Rate != nil {
 		if *o.Rate > 0 {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/delaybridge/delaybridge/console"
-	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/flowstate"
 )
 
 func TestLimitAsksFirstThenSetsAndClearsTheRunTimeLimits(t *testing.T) {
@@ -22,13 +22,13 @@ func TestLimitAsksFirstThenSetsAndClearsTheRunTimeLimits(t *testing.T) {
 	res, body := f.do("POST", "/topics/orders/limit", url.Values{"csrf": {csrf}, "rate": {"300"}, "hold_above": {"none"}}, session)
 	wantStatus(t, res, body, http.StatusOK)
 	wantContains(t, body, "Confirm: limit", "Set rate limit 300/s, no hold on orders", `name="rate" value="300"`, `name="confirm" value="yes"`)
-	if o, err := f.q.Limits(ctx, f.orders); err != nil || !o.IsZero() {
+	if o, err := flowstate.New(f.q).Limits(ctx, f.orders); err != nil || !o.IsZero() {
 		t.Fatalf("limits after the confirmation step = %+v, %v; want none", o, err)
 	}
 	res, body = f.do("POST", "/topics/orders/limit", url.Values{"csrf": {csrf}, "rate": {"300"}, "hold_above": {"none"}, "confirm": {"yes"}}, session)
 	wantStatus(t, res, body, http.StatusOK)
 	wantContains(t, body, "Set rate limit 300/s, no hold on orders")
-	if o, err := f.q.Limits(ctx, f.orders); err != nil || o.Rate == nil || *o.Rate != 300 || o.HoldAbove == nil || *o.HoldAbove != -1 {
+	if o, err := flowstate.New(f.q).Limits(ctx, f.orders); err != nil || o.Rate == nil || *o.Rate != 300 || o.HoldAbove == nil || *o.HoldAbove != -1 {
 		t.Fatalf("stored limits = %+v, %v; want rate 300, no hold", o, err)
 	}
 	_, body = f.do("GET", "/topics/orders", nil, session)
@@ -43,7 +43,7 @@ func TestLimitAsksFirstThenSetsAndClearsTheRunTimeLimits(t *testing.T) {
 	res, body = f.do("POST", "/topics/orders/limit", url.Values{"off": {"1"}, "confirm": {"yes"}}, f.bearer())
 	wantStatus(t, res, body, http.StatusOK)
 	wantContains(t, body, "Cleared the limits of orders set at run time")
-	if o, err := f.q.Limits(ctx, f.orders); err != nil || !o.IsZero() {
+	if o, err := flowstate.New(f.q).Limits(ctx, f.orders); err != nil || !o.IsZero() {
 		t.Errorf("limits after clearing = %+v, %v; want none", o, err)
 	}
 }
@@ -73,7 +73,7 @@ func TestLimitIsRefusedWithoutTheToken(t *testing.T) {
 		}
 	}
 	for _, fx := range []*fixture{ro, f} {
-		if o, err := fx.q.Limits(context.Background(), fx.orders); err != nil || !o.IsZero() {
+		if o, err := flowstate.New(fx.q).Limits(context.Background(), fx.orders); err != nil || !o.IsZero() {
 			t.Errorf("a refused limit changed the limits: %+v, %v", o, err)
 		}
 	}
@@ -89,7 +89,7 @@ func TestLimitIsRefusedWithoutTheToken(t *testing.T) {
 func TestConsoleShowsTheLimitsInForceAndAHeldTopic(t *testing.T) {
 	f := newFixture(t, "")
 	srv, err := console.New(console.Options{Queue: f.q, Prefix: f.prefix, Hosts: []string{"example.com"},
-		Limits: map[string]queue.Limits{"orders": queue.EnvLimits(0, "orders-work", 1000)}})
+		Limits: map[string]flowstate.Limits{"orders": flowstate.EnvLimits(0, "orders-work", 1000)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,12 +102,12 @@ func TestConsoleShowsTheLimitsInForceAndAHeldTopic(t *testing.T) {
 	// The daemons report theirs: two run orders with hold-above 1000, one
 	// with 500 (a replica restarted with another setting).
 	for id, above := range map[string]int{"replica-1": 1000, "replica-2": 1000, "replica-3": 500} {
-		env := queue.EnvLimits(0, "orders-work", above)
-		if err := f.q.ReportEnv(ctx, f.orders, id, &env, time.Minute); err != nil {
+		env := flowstate.EnvLimits(0, "orders-work", above)
+		if err := flowstate.New(f.q).ReportEnv(ctx, f.orders, id, &env, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := f.q.ReportHeld(ctx, f.orders, "replica-1", &queue.Held{Reasons: []string{queue.HeldQueue}, Depth: 1234}, time.Minute); err != nil {
+	if err := flowstate.New(f.q).ReportHeld(ctx, f.orders, "replica-1", &flowstate.Held{Reasons: []string{flowstate.HeldQueue}, Depth: 1234}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	differ := "holds while orders-work has more than 1000 ready on 2 replicas (replica-1, replica-2); " +
@@ -120,10 +120,10 @@ func TestConsoleShowsTheLimitsInForceAndAHeldTopic(t *testing.T) {
 		Topics []struct {
 			Name string `json:"name"`
 			Flow struct {
-				Limits    queue.Limits `json:"limits"`
-				Held      bool         `json:"held"`
-				HeldBy    []string     `json:"held_by"`
-				HoldDepth int          `json:"hold_queue_depth"`
+				Limits    flowstate.Limits `json:"limits"`
+				Held      bool             `json:"held"`
+				HeldBy    []string         `json:"held_by"`
+				HoldDepth int              `json:"hold_queue_depth"`
 			} `json:"flow"`
 		} `json:"topics"`
 	}
@@ -145,7 +145,7 @@ func TestConsoleShowsTheLimitsInForceAndAHeldTopic(t *testing.T) {
 			}
 		}
 	}
-	if err := f.q.ReportHeld(ctx, f.orders, "replica-1", nil, time.Minute); err != nil {
+	if err := flowstate.New(f.q).ReportHeld(ctx, f.orders, "replica-1", nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	_, body = f.do("GET", "/topics/orders", nil, nil)

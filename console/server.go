@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/delaybridge/delaybridge/flowstate"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -43,11 +44,11 @@ type Options struct {
 	// OwnershipAll: every replica scans every slot (DELAYBRIDGE_OWNERSHIP=all).
 	OwnershipAll bool
 	// Limits are the flow control of each topic in the console's own
-	// environment, by topic (queue.EnvLimits): shown, overridden by those
+	// environment, by topic (flowstate.EnvLimits): shown, overridden by those
 	// set at run time, only while no daemon is known (none reports the
-	// limits it runs the topic with, queue.EnvOf, and none is live). A
+	// limits it runs the topic with, flowstate.EnvOf, and none is live). A
 	// topic without an entry has only the run-time ones then.
-	Limits map[string]queue.Limits
+	Limits map[string]flowstate.Limits
 	// Refresh is how often the overview refreshes itself; 0 means 3s.
 	Refresh time.Duration
 	Log     *slog.Logger
@@ -56,6 +57,7 @@ type Options struct {
 // Server is the console's HTTP handler.
 type Server struct {
 	opts     Options
+	flow     *flowstate.Store // the topics' flow control, over opts.Queue
 	pages    map[string]*pageTemplate
 	cursors  *cursorStore
 	hosts    hostSet
@@ -85,7 +87,7 @@ func New(opts Options) (*Server, error) {
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = DefaultSessionTTL
 	}
-	s := &Server{opts: opts, pages: pages, cursors: newCursorStore(10000), hosts: newHostSet(opts.Hosts),
+	s := &Server{opts: opts, flow: flowstate.New(opts.Queue), pages: pages, cursors: newCursorStore(10000), hosts: newHostSet(opts.Hosts),
 		sessions: newSessions(opts.SessionTTL, 10000), logins: newLoginLimiter(opts.Log)}
 	s.handler = s.secure(s.routes())
 	return s, nil

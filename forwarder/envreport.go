@@ -4,11 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/flowstate"
 )
 
 // The limits this replica's environment gives each topic (Options.Flow)
-// are known only here; envLoop reports them (queue.ReportEnv) so stats,
+// are known only here; envLoop reports them (flowstate.ReportEnv) so stats,
 // replicas, topics and the console show what the daemons run with, and
 // where replicas were started with different limits. Only a topic whose
 // environment sets a limit is reported: a topic without one costs nothing,
@@ -63,9 +63,9 @@ func (f *Forwarder) envLoop(ctx context.Context) {
 }
 
 // reportEnv writes (env nil: deletes) this replica's report of ft's topic.
-func (f *Forwarder) reportEnv(ctx context.Context, ft *flowTopic, env *queue.Limits, ttl time.Duration) bool {
+func (f *Forwarder) reportEnv(ctx context.Context, ft *flowTopic, env *flowstate.Limits, ttl time.Duration) bool {
 	rctx, cancel := context.WithTimeout(ctx, redisTimeout)
-	err := f.q.ReportEnv(rctx, ft.t.Topic, f.opt.ReplicaID, env, ttl)
+	err := f.flowState.ReportEnv(rctx, ft.t.Topic, f.opt.ReplicaID, env, ttl)
 	cancel()
 	if err != nil && ctx.Err() == nil {
 		f.m.RedisErrs.WithLabelValues("env").Inc()
@@ -75,6 +75,6 @@ func (f *Forwarder) reportEnv(ctx context.Context, ft *flowTopic, env *queue.Lim
 }
 
 // envLimits are the limits this replica's environment gives ft's topic.
-func (ft *flowTopic) envLimits() queue.Limits {
-	return queue.EnvLimits(ft.env.RateLimit, ft.env.HoldQueue, ft.env.HoldAbove)
+func (ft *flowTopic) envLimits() flowstate.Limits {
+	return flowstate.EnvLimits(ft.env.RateLimit, ft.env.HoldQueue, ft.env.HoldAbove)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/delaybridge/delaybridge/flowstate"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -26,22 +27,22 @@ func TestReplicasReportTheLimitsTheirEnvironmentGivesEachTopic(t *testing.T) {
 	}
 	stopA := start(t, opt("a", map[string]Flow{"campaign": {RateLimit: 300, HoldQueue: "campaign work", HoldAbove: 1000}}))
 	start(t, opt("b", nil))
-	reports := func() [][]queue.ReplicaLimits {
+	reports := func() [][]flowstate.ReplicaLimits {
 		t.Helper()
-		r, err := q.EnvOf(context.Background(), []queue.Topic{tp, free})
+		r, err := flowstate.New(q).EnvOf(context.Background(), []queue.Topic{tp, free})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
-	want := [][]queue.ReplicaLimits{{{Replica: "a", Rate: 300, HoldQueue: "campaign work", HoldAbove: 1000}}, nil}
+	want := [][]flowstate.ReplicaLimits{{{Replica: "a", Rate: 300, HoldQueue: "campaign work", HoldAbove: 1000}}, nil}
 	same := func() bool {
-		return cmp.Diff(want, reports(), cmpopts.IgnoreFields(queue.ReplicaLimits{}, "Until")) == ""
+		return cmp.Diff(want, reports(), cmpopts.IgnoreFields(flowstate.ReplicaLimits{}, "Until")) == ""
 	}
 	eventually(t, 5*time.Second, "a's report", same)
 	// Renewed: still there well after one TTL.
 	time.Sleep(1500 * time.Millisecond)
-	if d := cmp.Diff(want, reports(), cmpopts.IgnoreFields(queue.ReplicaLimits{}, "Until")); d != "" {
+	if d := cmp.Diff(want, reports(), cmpopts.IgnoreFields(flowstate.ReplicaLimits{}, "Until")); d != "" {
 		t.Fatalf("reports after 2.5 TTLs (-want +got):\n%s", d)
 	}
 	if err := stopA(); err != nil {

@@ -7,19 +7,19 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/flowstate"
 )
 
 // Flow control, per topic: a rate limit shared by every replica through
-// Redis (queue.Acquire), and a destination queue depth above which the
+// Redis (flowstate.Acquire), and a destination queue depth above which the
 // topic holds. Both act before a claim (gate.go), so held messages stay in
 // the scheduled set: never lost, never early, in order, and their lateness
 // includes the wait. A topic without a limit costs nothing per batch: its
 // scanners never call the limiter. Limits changed at run time (delaybridge
-// limit, queue.SetLimits) are read by limitsLoop every limitsInterval.
+// limit, flowstate.SetLimits) are read by limitsLoop every limitsInterval.
 
 // Flow is a topic's flow control as configured; a run-time override
-// (queue.Override) replaces either field until cleared.
+// (flowstate.Override) replaces either field until cleared.
 type Flow struct {
 	// RateLimit is the most deliveries per second summed over every
 	// replica; 0 means none.
@@ -43,8 +43,8 @@ const depthInterval = 200 * time.Millisecond
 
 // Why a topic is held, as the held gauge and the held reports say.
 const (
-	heldRate  = queue.HeldRate
-	heldQueue = queue.HeldQueue
+	heldRate  = flowstate.HeldRate
+	heldQueue = flowstate.HeldQueue
 )
 
 // queueDepther is a sink that can read the depth of the topic's hold queue
@@ -87,13 +87,13 @@ type depthReading struct {
 
 func newFlowTopic(f *Forwarder, t Topic) *flowTopic {
 	ft := &flowTopic{f: f, t: t, env: f.opt.Flow[t.Name]}
-	ft.apply(queue.Override{})
+	ft.apply(flowstate.Override{})
 	return ft
 }
 
 // apply puts the limits in force: o's fields where set, else the
 // environment's; it updates the gauges.
-func (ft *flowTopic) apply(o queue.Override) {
+func (ft *flowTopic) apply(o flowstate.Override) {
 	hold := -1
 	if ft.env.HoldQueue != "" {
 		hold = ft.env.HoldAbove
@@ -119,7 +119,7 @@ func (f *Forwarder) limitsLoop(ctx context.Context) {
 	failed := false
 	for {
 		rctx, cancel := context.WithTimeout(ctx, redisTimeout)
-		os, err := f.q.LimitsOf(rctx, ts)
+		os, err := f.flowState.LimitsOf(rctx, ts)
 		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil:

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/delaybridge/delaybridge/flowstate"
 	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 )
@@ -112,8 +113,8 @@ func lateness(got []published, q float64) time.Duration {
 	return ls[min(len(ls)-1, int(q*float64(len(ls))))]
 }
 
-// BurstOfRate is queue.BurstOf in messages.
-func BurstOfRate(rate float64) float64 { return float64(int(queue.BurstOf(rate))) }
+// BurstOfRate is flowstate.BurstOf in messages.
+func BurstOfRate(rate float64) float64 { return float64(int(flowstate.BurstOf(rate))) }
 
 func TestRunTimeLimitChangesARunningTopicWithinASecond(t *testing.T) {
 	t.Parallel()
@@ -131,7 +132,7 @@ func TestRunTimeLimitChangesARunningTopicWithinASecond(t *testing.T) {
 	}
 	fast := 1000.0
 	changed := time.Now()
-	if err := q.SetLimits(context.Background(), tp, queue.Override{Rate: &fast}); err != nil {
+	if err := flowstate.New(q).SetLimits(context.Background(), tp, flowstate.Override{Rate: &fast}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "200 more delivered at the new rate", func() bool { return len(sink.published()) > 260 })
@@ -152,7 +153,7 @@ func TestRunTimeLimitChangesARunningTopicWithinASecond(t *testing.T) {
 	if g := testutil.ToFloat64(m.RateLimit.WithLabelValues("reminders")); g != fast {
 		t.Errorf("delaybridge_topic_rate_limit = %v, want %v", g, fast)
 	}
-	if _, err := q.ClearLimits(context.Background(), tp); err != nil {
+	if _, err := flowstate.New(q).ClearLimits(context.Background(), tp); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/delaybridge/delaybridge/flowstate"
 	"github.com/delaybridge/delaybridge/internal/backoff"
 	"github.com/delaybridge/delaybridge/internal/logrepeat"
 	"github.com/delaybridge/delaybridge/queue"
@@ -48,6 +49,8 @@ type Forwarder struct {
 	m     *Metrics
 	log   *slog.Logger
 	wakes *wakeups
+	// flowState is the topics' flow control in Redis, over q (flow.go).
+	flowState *flowstate.Store
 	// ks is the keyspace notification mode in force (keyspace.go).
 	ks keyspaceState
 	// reaps is when each owned slot is reaped next (reaper.go).
@@ -108,6 +111,7 @@ func New(opt Options) (*Forwarder, error) {
 	f := &Forwarder{
 		opt:        opt,
 		q:          opt.Queue,
+		flowState:  flowstate.New(opt.Queue),
 		m:          m,
 		log:        opt.Log,
 		wakes:      newWakeups(),

@@ -84,7 +84,7 @@ func (s *scanner) permits(ctx context.Context, want int, retry *backoff.Backoff)
 		return want, 0, 0
 	}
 	rctx, cancel := context.WithTimeout(ctx, redisTimeout)
-	g, err := s.f.q.Acquire(rctx, s.topic.Topic, rate, want, s.owed)
+	g, err := s.f.flowState.Acquire(rctx, s.topic.Topic, rate, want, s.owed)
 	cancel()
 	if err == nil {
 		s.owed = 0
@@ -122,7 +122,7 @@ func (s *scanner) permitClaim(ctx context.Context, n int, c queue.Claim, held *[
 	granted := k
 	if k > 0 || s.owed > 0 {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
-		g, err := s.f.q.Acquire(rctx, s.topic.Topic, s.flow.rateNow(), k, s.owed)
+		g, err := s.f.flowState.Acquire(rctx, s.topic.Topic, s.flow.rateNow(), k, s.owed)
 		cancel()
 		if err != nil {
 			s.f.m.RedisErrs.WithLabelValues("acquire").Inc()
@@ -184,7 +184,7 @@ func (s *scanner) returnOwed(ctx context.Context) {
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
-	_, err := s.f.q.Acquire(rctx, s.topic.Topic, rate, 0, back)
+	_, err := s.f.flowState.Acquire(rctx, s.topic.Topic, rate, 0, back)
 	cancel()
 	if err != nil {
 		s.f.m.RedisErrs.WithLabelValues("acquire").Inc()

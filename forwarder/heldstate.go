@@ -4,13 +4,13 @@ import (
 	"context"
 	"time"
 
-	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/flowstate"
 )
 
 // Whether a topic is held by its flow control is known only here, in the
 // scanners that wait (gate.go). heldLoop tells stats and the console: every
 // heldInterval it reports each topic that one of this replica's scanners
-// held since the last report (queue.ReportHeld: why, and the hold queue's
+// held since the last report (flowstate.ReportHeld: why, and the hold queue's
 // depth last read), renewing the report while the topic stays held and
 // deleting it once when it no longer is. A report lives heldTTL, so one of
 // a replica that died expires by itself. A replica whose topics are not
@@ -50,9 +50,9 @@ func (f *Forwarder) heldLoop(ctx context.Context) {
 }
 
 // reportHeld writes (h nil: deletes) this replica's report of ft's topic.
-func (f *Forwarder) reportHeld(ctx context.Context, ft *flowTopic, h *queue.Held) bool {
+func (f *Forwarder) reportHeld(ctx context.Context, ft *flowTopic, h *flowstate.Held) bool {
 	rctx, cancel := context.WithTimeout(ctx, redisTimeout)
-	err := f.q.ReportHeld(rctx, ft.t.Topic, f.opt.ReplicaID, h, heldTTL)
+	err := f.flowState.ReportHeld(rctx, ft.t.Topic, f.opt.ReplicaID, h, heldTTL)
 	cancel()
 	if err != nil && ctx.Err() == nil {
 		f.m.RedisErrs.WithLabelValues("held").Inc()
@@ -64,9 +64,9 @@ func (f *Forwarder) reportHeld(ctx context.Context, ft *flowTopic, h *queue.Held
 // heldNow is what this replica reports of ft's topic: why its scanners
 // were held since the last report, and the hold queue's depth last read
 // (-1 when not read or the read failed); nil when none was held.
-func (ft *flowTopic) heldNow() *queue.Held {
+func (ft *flowTopic) heldNow() *flowstate.Held {
 	seen := ft.heldSeen.Swap(0)
-	var h queue.Held
+	var h flowstate.Held
 	if ft.heldRate.Load() > 0 || seen&heldSeenRate != 0 {
 		h.Reasons = append(h.Reasons, heldRate)
 	}

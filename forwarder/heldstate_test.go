@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delaybridge/delaybridge/flowstate"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -18,9 +19,9 @@ func TestHeldTopicIsReportedWhileHeldAndNotAfter(t *testing.T) {
 	opt := Options{Queue: q, Topics: []Topic{{Topic: tp, Sink: newRecordSink()}, {Topic: free, Sink: newRecordSink()}},
 		KeyPrefix: prefix, AllSlots: true, BatchSize: 10, ReplicaID: "r1", Flow: map[string]Flow{"campaign": {RateLimit: 5}}}
 	stop := start(t, opt)
-	held := func() [][]queue.Held {
+	held := func() [][]flowstate.Held {
 		t.Helper()
-		h, err := q.HeldOf(context.Background(), []queue.Topic{tp, free})
+		h, err := flowstate.New(q).HeldOf(context.Background(), []queue.Topic{tp, free})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,7 +29,7 @@ func TestHeldTopicIsReportedWhileHeldAndNotAfter(t *testing.T) {
 	}
 	isHeld := func() bool {
 		h := held()
-		return len(h[0]) == 1 && h[0][0].Replica == "r1" && h[0][0].By(queue.HeldRate) && !h[0][0].By(queue.HeldQueue)
+		return len(h[0]) == 1 && h[0][0].Replica == "r1" && h[0][0].By(flowstate.HeldRate) && !h[0][0].By(flowstate.HeldQueue)
 	}
 	eventually(t, 5*time.Second, "campaign reported held by the rate limit", isHeld)
 	if h := held(); len(h[1]) != 0 || h[0][0].Depth != -1 {
@@ -44,7 +45,7 @@ func TestHeldTopicIsReportedWhileHeldAndNotAfter(t *testing.T) {
 	start(t, opt)
 	eventually(t, 5*time.Second, "campaign reported held again", isHeld)
 	none := 0.0
-	if err := q.SetLimits(context.Background(), tp, queue.Override{Rate: &none}); err != nil {
+	if err := flowstate.New(q).SetLimits(context.Background(), tp, flowstate.Override{Rate: &none}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 4*time.Second, "the report gone once the limit is lifted", func() bool { return len(held()[0]) == 0 })

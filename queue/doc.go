@@ -5,23 +5,31 @@
 // the dead set's DeadList, DeadFind, Requeue and Purge, and recurring
 // messages: SetRecurrence, RemoveRecurrence, Recurrences.
 //
-// Files follow the data: keys.go (key names, slots), scripts.go (the KEYS
-// layout and Lua helpers every slot script shares), then one file per
-// operation with its script right above the method that runs it: claim.go,
-// settle.go (ack, retry, release), extend.go (leases), reap.go, schedule.go,
-// batch.go, cancel.go, reschedule.go, lookup.go (Get), dead.go (listing),
-// requeue.go, purge.go, stats.go, list.go (List: paged listing by state),
-// inspect.go (Inspect: one message in any state), pause.go (Pause, Resume);
-// wake.go (wake-ups), replicas.go
-// (heartbeats), millis.go (scores and times), envelope.go and message.go
+// Files follow the data: queue.go (Queue, over one Redis), keys.go (key names,
+// slots, a topic's topic-wide FlowKeys), scripts.go (the KEYS layout and Lua
+// helpers every slot script shares), then one file per operation with its
+// script right above the method that runs it: claim.go, settle.go (ack, retry,
+// release), extend.go (leases), reap.go, bury.go (Bury: dead-letter a member at
+// once), schedule.go, batch.go, cancel.go, reschedule.go, lookup.go (Get),
+// dead.go (listing), requeue.go, purge.go, stats.go, list.go (List: paged
+// listing by state), inspect.go (Inspect: one message in any state), find.go
+// (FindMessageID: a member by its MessageID), pause.go (Pause, Resume); wake.go
+// (wake-ups), keyspace.go (keyspace notifications a scanner can sleep on),
+// memory.go (Redis's maxmemory and policy, ErrRedisFull), replicas.go
+// (heartbeats), ownership.go (which replica owns which slot: Assign, Owner,
+// OwnedSlots), millis.go (scores and times), envelope.go, envelopebin.go (its
+// binary-safe fields), properties.go (its AMQP properties) and message.go
 // (member formats), producer.go (the producer API's types and errors);
-// registry.go (the topic registry, <prefix>:topics: Layout, Topic, Topics,
-// CheckTopic), register.go (a daemon's Register), layoutcheck.go (producers
-// checked against the registry), resize.go (finding a message by member or
-// id after a resize) and stranded.go (slots beyond a topic's slot count);
-// recurspec.go (specs, zones, the gap and daylight-saving rules), recur.go
-// (recurrences: set, remove, list) and recurtick.go (tick members and the
-// script that settles a tick and writes the next).
+// topicname.go (CheckTopicName), registry.go (the topic registry,
+// <prefix>:topics: Layout, Topic, Topics, CheckTopic), register.go (a daemon's
+// Register), registryedit.go (an operator's SetLayout, ForgetLayout),
+// layoutcheck.go (producers checked against the registry), resize.go (finding a
+// message by member or id after a resize) and stranded.go (slots beyond a
+// topic's slot count); recurspec.go (specs, zones, the gap and daylight-saving
+// rules), recur.go (recurrences: set, remove, list) and recurtick.go (tick
+// members and the script that settles a tick and writes the next). Flow
+// control's state (rate limits, run-time limits, held and environment reports)
+// is package flowstate's, on FlowKeys.
 //
 // Every script touches the keys of exactly one topic×slot, and all keys of a
 // slot share one Redis Cluster hash tag, so every call runs on one node and is

@@ -150,6 +150,29 @@ func hasHashTag(key string) bool {
 	return close > 0
 }
 
+// FlowKeys are a topic's topic-wide keys, in one hash tag of their own
+// (<prefix>:{<topic>}:…, or {K}:… for an adopted key K): every slot shares
+// them, and each script touches one of them only, so a Redis Cluster runs
+// it on one node.
+type FlowKeys struct {
+	Bucket string // HASH tokens, at (ms): the rate limit's token bucket
+	Limits string // HASH rate, hold_above, since: limits set at run time (flowstate, Store.SetLimits)
+	Held   string // HASH replica → why it holds the topic now (flowstate, Store.ReportHeld)
+	Env    string // HASH replica → the limits its environment gives the topic (flowstate, Store.ReportEnv)
+}
+
+// FlowKeys returns the topic-wide keys of t.
+func (t Topic) FlowKeys() FlowKeys {
+	base := fmt.Sprintf("%s:{%s}", t.KeyPrefix(), t.Name)
+	if t.Key != "" {
+		base = "{" + t.Key + "}"
+		if hasHashTag(t.Key) {
+			base = t.Key
+		}
+	}
+	return FlowKeys{Bucket: base + ":rate", Limits: base + ":limits", Held: base + ":held", Env: base + ":env"}
+}
+
 // ReplicasKey is the ZSET of live replicas (id → heartbeat deadline, ms).
 func ReplicasKey(prefix string) string {
 	if prefix == "" {

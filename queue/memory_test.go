@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delaybridge/delaybridge/flowstate"
 	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
 	"github.com/delaybridge/delaybridge/queue"
 )
@@ -56,13 +57,13 @@ func TestEveryDrainingScriptRunsOnAFullRedis(t *testing.T) {
 	// are written on a full Redis too: stats shows what holds the topics
 	// exactly when Redis is under pressure.
 	tp := queue.Topic{Name: "full-raw", Slots: 1}
-	env := queue.EnvLimits(300, "", 0)
-	if err := q.ReportEnv(ctx, tp, "replica-a", &env, time.Minute); err != nil {
+	env := flowstate.EnvLimits(300, "", 0)
+	if err := flowstate.New(q).ReportEnv(ctx, tp, "replica-a", &env, time.Minute); err != nil {
 		t.Errorf("ReportEnv on a full Redis: %v", err)
-	} else if got, err := q.EnvOf(ctx, []queue.Topic{tp}); err != nil || len(got[0]) != 1 || got[0][0].Rate != 300 {
+	} else if got, err := flowstate.New(q).EnvOf(ctx, []queue.Topic{tp}); err != nil || len(got[0]) != 1 || got[0][0].Rate != 300 {
 		t.Errorf("EnvOf on a full Redis: %+v, %v; want replica-a's 300/s", got, err)
 	}
-	if err := q.ReportHeld(ctx, tp, "replica-a", &queue.Held{Reasons: []string{queue.HeldRate}, Depth: -1}, time.Minute); err != nil {
+	if err := flowstate.New(q).ReportHeld(ctx, tp, "replica-a", &flowstate.Held{Reasons: []string{flowstate.HeldRate}, Depth: -1}, time.Minute); err != nil {
 		t.Errorf("ReportHeld on a full Redis: %v", err)
 	}
 	m, err := q.Memory(ctx)
@@ -90,7 +91,7 @@ func drainFull(t *testing.T, ctx context.Context, q *queue.Queue, tp queue.Topic
 	if n, err := q.Extend(ctx, tp, 0, ms, 2*time.Minute); err != nil || n != len(ms) {
 		t.Errorf("Extend on a full Redis: %d, %v", n, err)
 	}
-	if g, err := q.Acquire(ctx, tp, 1000, 2, 0); err != nil || g.Permits != 2 {
+	if g, err := flowstate.New(q).Acquire(ctx, tp, 1000, 2, 0); err != nil || g.Permits != 2 {
 		t.Errorf("Acquire (rate limit) on a full Redis: %+v, %v", g, err)
 	}
 	if n, err := q.Ack(ctx, tp, 0, ms[:3]); err != nil || n != 3 {

@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,32 +11,6 @@ import (
 
 	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 )
-
-func TestSchedulePutsRawMemberInItsCRC32Slot(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, FormatRaw, 16)
-	due := time.UnixMilli(4102444800000) // 2100-01-01
-	for i := range 20 {
-		body := fmt.Sprintf(`{"order":%d}`, i)
-		r, err := f.q.Schedule(f.ctx, f.tp, Message{Body: []byte(body)}, At(due))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := Slot([]byte(body), 16)
-		if r.Slot != want || r.ID != MessageID([]byte(body)) || r.Score != 4102444800000 {
-			t.Errorf("receipt %+v, want slot %d", r, want)
-		}
-		if s, ok := f.zscore(f.tp.Keys(want).Scheduled, body); !ok || s != 4102444800000 {
-			t.Errorf("%s not in slot %d at the due time", body, want)
-		}
-	}
-	if _, err := f.q.ScheduleMember(f.ctx, f.tp, []byte("plain"), At(due.Add(time.Hour))); err != nil {
-		t.Fatalf("Schedule: %v", err)
-	}
-	if _, ok := f.zscore(f.tp.Keys(Slot([]byte("plain"), 16)).Scheduled, "plain"); !ok {
-		t.Error("Schedule did not write the member")
-	}
-}
 
 func TestScheduleInCountsFromRedisTime(t *testing.T) {
 	t.Parallel()
@@ -58,111 +31,6 @@ func TestScheduleInCountsFromRedisTime(t *testing.T) {
 	}
 }
 
-func TestScheduleRefusesDueTimesThatCannotBeHonoured(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, FormatRaw, 1)
-	for name, w := range map[string]When{
-		"before 1970":       At(time.Unix(-1, 0)),
-		"past 2^53 ms":      At(time.UnixMilli(1<<53 + 2)),
-		"delay before 1970": In(-100 * 365 * 24 * time.Hour),
-	} {
-		_, err := f.q.Schedule(f.ctx, f.tp, Message{Body: []byte(name)}, w)
-		if err == nil || !strings.Contains(err.Error(), "honoured") {
-			t.Errorf("%s: Schedule(%v) = %v, want a refusal", name, w, err)
-		}
-		if !errors.Is(err, ErrBadDueTime) {
-			t.Errorf("%s: %v does not wrap ErrBadDueTime", name, err)
-		}
-	}
-	if n := f.zcard(f.tp.Keys(0).Scheduled); n != 0 {
-		t.Errorf("%d refused messages were written", n)
-	}
-}
-
-func TestScheduleOnRawTopicRefusesEnvelopeFields(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, FormatRaw, 1)
-	_, err := f.q.Schedule(f.ctx, f.tp, Message{ID: "a", Body: []byte("x")}, In(time.Hour))
-	if !errors.Is(err, ErrNotEnvelope) {
-		t.Errorf("Schedule with id on raw topic = %v, want ErrNotEnvelope", err)
-	}
-	if _, err := f.q.CancelID(f.ctx, f.tp, "a"); !errors.Is(err, ErrNotEnvelope) {
-		t.Errorf("CancelID on raw topic = %v", err)
-	}
-	if _, err := f.q.Get(f.ctx, f.tp, "a"); !errors.Is(err, ErrNotEnvelope) {
-		t.Errorf("Get on raw topic = %v", err)
-	}
-}
-
-func TestScheduleOnEnvelopeTopicNeedsAValidEnvelope(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, FormatEnvelope, 2)
-	if _, err := f.q.Schedule(f.ctx, f.tp, Message{Body: []byte("no id")}, In(time.Hour)); !errors.Is(err, ErrInvalidEnvelope) {
-		t.Errorf("no id: %v", err)
-	}
-	if _, err := f.q.ScheduleMember(f.ctx, f.tp, []byte(`{"order":1}`), At(time.Now())); !errors.Is(err, ErrInvalidEnvelope) {
-		t.Errorf("Schedule of a non-envelope member: %v", err)
-	}
-	member := []byte(`{"id":"hand-written","body":{"order":1},"headers":{"k":"v"}}`)
-	if _, err := f.q.ScheduleMember(f.ctx, f.tp, member, At(time.Now().Add(time.Hour))); err != nil {
-		t.Fatalf("Schedule of a hand-written envelope: %v", err)
-	}
-	info, err := f.q.Get(f.ctx, f.tp, "hand-written")
-	if err != nil || string(info.Message.Body) != `{"order":1}` || info.Message.Headers["k"] != "v" || info.Member != string(member) {
-		t.Errorf("Get = %+v, %v", info, err)
-	}
-	f.checkIndex()
-}
-
-func TestScheduleCarriesBinaryBodies(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, FormatEnvelope, 1)
-	body := []byte{0, 1, 2, 0xff, 0xfe, '"', '\\'}
-	if _, err := f.q.Schedule(f.ctx, f.tp, Message{ID: "bin", Body: body}, In(-time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	c := f.claim(0, 1, time.Minute)
-	m, err := f.tp.Decode(c.Messages[0].Member)
-	if err != nil || string(m.Body) != string(body) || m.ID != "bin" {
-		t.Errorf("decoded %+v, %v", m, err)
-	}
-}
-
-func TestSchedulePublishesAWakeUpWithTopicSlotAndScore(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, FormatEnvelope, 8)
-	sub := f.rdb.Subscribe(f.ctx, WakeChannel(f.tp.Prefix))
-	defer sub.Close()
-	if _, err := sub.Receive(f.ctx); err != nil { // the subscription is confirmed
-		t.Fatal(err)
-	}
-	r, err := f.q.Schedule(f.ctx, f.tp, Message{ID: "w", Body: []byte("x")}, In(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg, err := sub.ReceiveMessage(f.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := ParseWake(msg.Payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(Wake{Topic: "orders", Slot: r.Slot, Score: r.Score}, w); diff != "" {
-		t.Errorf("wake-up (-want +got):\n%s", diff)
-	}
-	if _, err := f.q.Reschedule(f.ctx, f.tp, ByID("w"), In(time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	msg, err = sub.ReceiveMessage(f.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w, _ := ParseWake(msg.Payload); w.Slot != r.Slot || w.Score >= r.Score {
-		t.Errorf("reschedule wake-up %+v, want slot %d earlier than %v", w, r.Slot, r.Score)
-	}
-}
-
 func TestParseWakeReadsWhatIsPublished(t *testing.T) {
 	t.Parallel()
 	w := Wake{Topic: "orders.eu", Slot: 1023, Score: 1764000000000.5}
@@ -174,81 +42,6 @@ func TestParseWakeReadsWhatIsPublished(t *testing.T) {
 		if _, err := ParseWake(bad); err == nil {
 			t.Errorf("ParseWake(%q) accepted it", bad)
 		}
-	}
-}
-
-func TestRescheduleMovesAScheduledMessage(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, FormatRaw, 4)
-	if _, err := f.q.Schedule(f.ctx, f.tp, Message{Body: []byte("m")}, In(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	at := time.Now().Add(48 * time.Hour).Truncate(time.Millisecond)
-	r, err := f.q.Reschedule(f.ctx, f.tp, ByMember([]byte("m")), At(at))
-	if err != nil || !r.Due().Equal(at) || r.Member != "m" {
-		t.Fatalf("Reschedule = %+v, %v", r, err)
-	}
-	if s, _ := f.zscore(f.tp.Keys(r.Slot).Scheduled, "m"); s != float64(at.UnixMilli()) {
-		t.Errorf("score %v", s)
-	}
-	if _, err := f.q.Reschedule(f.ctx, f.tp, ByMember([]byte("unknown")), In(time.Hour)); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Reschedule of unknown = %v, want ErrNotFound", err)
-	}
-	if _, err := f.q.Reschedule(f.ctx, f.tp, Ref{}, In(time.Hour)); err == nil {
-		t.Error("Reschedule of nothing accepted")
-	}
-}
-
-func TestRescheduleByIDOfMessageWaitingToRetryKeepsAttemptsAndTakesNewDue(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, FormatEnvelope, 1)
-	m, _ := f.scheduleNow("a", "x")
-	f.claim(0, 1, time.Minute)
-	f.q.Retry(f.ctx, f.tp, 0, Failure{Member: m, Backoff: time.Hour}, 5)
-	r, err := f.q.Reschedule(f.ctx, f.tp, ByID("a"), In(-time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := f.claim(0, 1, time.Minute)
-	if len(c.Messages) != 1 || c.Messages[0].Attempts != 1 || c.Messages[0].Due != r.Score {
-		t.Errorf("claim = %+v, want attempts 1 due %v", c.Messages, r.Score)
-	}
-	if _, err := f.q.Reschedule(f.ctx, f.tp, ByID("nope"), In(time.Hour)); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Reschedule of unknown id = %v", err)
-	}
-	f.checkIndex()
-}
-
-func TestGetReportsScheduledRetryingAndInFlight(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, FormatEnvelope, 4)
-	msg := Message{ID: "g", Body: []byte("x"), Headers: map[string]string{"h": "1"}, RoutingKey: "rk"}
-	r, err := f.q.Schedule(f.ctx, f.tp, msg, In(-time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := f.q.Get(f.ctx, f.tp, "g")
-	if err != nil || info.State != StateScheduled || info.Due != r.Due() || info.Slot != r.Slot {
-		t.Fatalf("Get = %+v, %v", info, err)
-	}
-	if diff := cmp.Diff(msg, info.Message); diff != "" {
-		t.Errorf("message (-want +got):\n%s", diff)
-	}
-	f.claim(r.Slot, 1, time.Minute)
-	info, _ = f.q.Get(f.ctx, f.tp, "g")
-	if info.State != StateInFlight || info.Due != r.Due() || time.Until(info.LeaseUntil) < 30*time.Second {
-		t.Errorf("in flight: %+v", info)
-	}
-	f.q.Retry(f.ctx, f.tp, r.Slot, Failure{Member: r.Member, Backoff: time.Hour}, 5)
-	info, _ = f.q.Get(f.ctx, f.tp, "g")
-	if info.State != StateRetrying || info.Attempts != 1 || time.Until(info.Due) < 30*time.Minute {
-		t.Errorf("retrying: %+v", info)
-	}
-	if _, err := f.q.Get(f.ctx, f.tp, "unknown"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Get unknown = %v", err)
-	}
-	if _, err := f.q.Get(f.ctx, f.tp, ""); !errors.Is(err, ErrInvalidEnvelope) {
-		t.Errorf("Get empty id = %v", err)
 	}
 }
 

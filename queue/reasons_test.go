@@ -86,28 +86,6 @@ func TestRetryingReasonsAreNeitherListedNorPurgedAsDead(t *testing.T) {
 	}
 }
 
-func TestPurgeAllEmptiesALargeDeadSetPageByPage(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, FormatRaw, 1)
-	k := f.tp.Keys(0)
-	pipe := f.rdb.Pipeline()
-	for i := range 3*deadPage + 7 {
-		m := "d" + string(rune('a'+i%26)) + time.Duration(i).String()
-		pipe.ZAdd(f.ctx, k.Dead, redisZ(float64(i), m))
-		pipe.HSet(f.ctx, k.DeadReason, m, "x")
-	}
-	if _, err := pipe.Exec(f.ctx); err != nil {
-		t.Fatal(err)
-	}
-	n, err := f.q.Purge(f.ctx, f.tp, Ref{All: true})
-	if err != nil || n != 3*deadPage+7 {
-		t.Fatalf("Purge = %d, %v", n, err)
-	}
-	if c, _ := f.rdb.HLen(f.ctx, k.DeadReason).Result(); c != 0 || f.zcard(k.Dead) != 0 {
-		t.Errorf("left %d reasons, %d dead", c, f.zcard(k.Dead))
-	}
-}
-
 func TestAckOfAMemberThatIsAlsoDeadKeepsTheDeadReason(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatRaw, 1)

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delaybridge/delaybridge/config"
+	"github.com/delaybridge/delaybridge/flowstate"
 	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/redisclient"
 )
@@ -28,6 +29,7 @@ type cli struct {
 	cfg  config.Config
 	rdb  redis.UniversalClient
 	q    *queue.Queue
+	flow *flowstate.Store // flow control's state, over q
 }
 
 // openCLI loads the DELAYBRIDGE_* configuration (topics optional: the
@@ -52,7 +54,8 @@ func openCLI(name string, s stdio) (*cli, int) {
 		fmt.Fprintf(s.err, "delaybridge %s: redis: %v\n", name, err)
 		return nil, exitConfig
 	}
-	return &cli{name: name, s: s, cfg: cfg, rdb: rdb, q: queue.New(rdb)}, exitOK
+	q := queue.New(rdb)
+	return &cli{name: name, s: s, cfg: cfg, rdb: rdb, q: q, flow: flowstate.New(q)}, exitOK
 }
 
 func (c *cli) close() { c.rdb.Close() }

@@ -6,6 +6,7 @@ import (
 	"net"
 
 	"github.com/delaybridge/delaybridge/console"
+	"github.com/delaybridge/delaybridge/flowstate"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -37,10 +38,10 @@ func runConsole(ctx context.Context, args []string, s stdio) int {
 	defer c.close()
 	log := newLogger(c.cfg, s)
 	layouts := make([]queue.Layout, len(c.cfg.Topics))
-	limits := map[string]queue.Limits{}
+	limits := map[string]flowstate.Limits{}
 	for i, t := range c.cfg.Topics {
 		layouts[i] = layoutOf(c.cfg.KeyPrefix, t)
-		limits[t.Name] = queue.EnvLimits(t.RateLimit, t.HoldQueue, t.HoldAbove)
+		limits[t.Name] = flowstate.EnvLimits(t.RateLimit, t.HoldQueue, t.HoldAbove)
 	}
 	ln, err := net.Listen("tcp", c.cfg.Console.Addr)
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/flowstate"
 )
 
 // statsLimits is the limits of stats --json's only topic.
@@ -80,8 +80,8 @@ func TestStatsShowsTheLimitsTheDaemonsRunWithNotTheShells(t *testing.T) {
 		t.Errorf("stats after replica-b stopped:\n%s", out)
 	}
 	// One that died leaves its report until the deadline it last set.
-	dead := queue.EnvLimits(5, "", 0)
-	if err := q.ReportEnv(e.ctx, tp, "replica-dead", &dead, time.Second); err != nil {
+	dead := flowstate.EnvLimits(5, "", 0)
+	if err := flowstate.New(q).ReportEnv(e.ctx, tp, "replica-dead", &dead, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if out := e.mustRun("", "stats", "orders"); !strings.Contains(out, "rate limit 300/s on 1 replica (replica-a); rate limit 5/s on 1 replica (replica-dead)") {

@@ -5,11 +5,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/delaybridge/delaybridge/flowstate"
+	"github.com/delaybridge/delaybridge/internal/flowtext"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
 // heldJSON is whether a topic's flow control holds it now, as the replicas
-// that hold it report (queue.HeldOf): stats and the console show it.
+// that hold it report (flowstate.HeldOf): stats and the console show it.
 type heldJSON struct {
 	Held bool `json:"held"`
 	// Reasons are "rate" (the rate limit) and "queue" (the hold queue has
@@ -30,7 +32,7 @@ type heldReplicaJSON struct {
 
 // heldNow reads whether each topic of ts is held now.
 func (c *cli) heldNow(ctx context.Context, ts []queue.Topic) ([]heldJSON, error) {
-	hs, err := c.q.HeldOf(ctx, ts)
+	hs, err := c.flow.HeldOf(ctx, ts)
 	if err != nil {
 		return nil, err
 	}
@@ -41,12 +43,12 @@ func (c *cli) heldNow(ctx context.Context, ts []queue.Topic) ([]heldJSON, error)
 	return out, nil
 }
 
-func toHeldJSON(hs []queue.Held) heldJSON {
+func toHeldJSON(hs []flowstate.Held) heldJSON {
 	j := heldJSON{Held: len(hs) > 0, Reasons: []string{}, Replicas: []heldReplicaJSON{}}
-	slices.SortFunc(hs, func(a, b queue.Held) int { return strings.Compare(a.Replica, b.Replica) })
+	slices.SortFunc(hs, func(a, b flowstate.Held) int { return strings.Compare(a.Replica, b.Replica) })
 	for _, h := range hs {
 		r := heldReplicaJSON{Replica: h.Replica, Reasons: h.Reasons, Until: jsonTime(h.Until)}
-		if h.By(queue.HeldQueue) && h.Depth >= 0 {
+		if h.By(flowstate.HeldQueue) && h.Depth >= 0 {
 			d := h.Depth
 			r.Depth = &d
 			if j.Depth == nil || *j.Depth < d {
@@ -73,5 +75,5 @@ func describeHeld(h heldJSON, l limitsJSON) string {
 	if h.Depth != nil {
 		depth = count(int64(*h.Depth))
 	}
-	return "HELD " + queue.HeldWhy(h.Reasons, l.HoldQueue, depth)
+	return "HELD " + flowtext.HeldWhy(h.Reasons, l.HoldQueue, depth)
 }

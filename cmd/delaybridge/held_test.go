@@ -10,6 +10,7 @@ import (
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
+	"github.com/delaybridge/delaybridge/flowstate"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -121,11 +122,11 @@ func TestTopicsAndReplicasShowEachTopicsLimitsAndHeldState(t *testing.T) {
 	e.mustRun("", "limit", "orders", "--rate", "300")
 	// The daemon serving legacy was started with 50/s; this shell says 7/s.
 	t.Setenv("DELAYBRIDGE_TOPIC_LEGACY_RATE_LIMIT", "7")
-	daemonEnv := queue.EnvLimits(50, "", 0)
-	if err := e.q.ReportEnv(e.ctx, e.legacy, "r1", &daemonEnv, time.Minute); err != nil {
+	daemonEnv := flowstate.EnvLimits(50, "", 0)
+	if err := flowstate.New(e.q).ReportEnv(e.ctx, e.legacy, "r1", &daemonEnv, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.q.ReportHeld(e.ctx, e.orders, "r1", &queue.Held{Reasons: []string{queue.HeldRate}, Depth: -1}, time.Minute); err != nil {
+	if err := flowstate.New(e.q).ReportHeld(e.ctx, e.orders, "r1", &flowstate.Held{Reasons: []string{flowstate.HeldRate}, Depth: -1}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	out := e.mustRun("", "topics")

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/delaybridge/delaybridge/flowstate"
+	"github.com/delaybridge/delaybridge/internal/flowtext"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -57,15 +59,15 @@ func runLimit(ctx context.Context, args []string, s stdio) int {
 	defer c.close()
 	switch {
 	case *off:
-		if _, err := c.q.ClearLimits(ctx, t); err != nil {
+		if _, err := c.flow.ClearLimits(ctx, t); err != nil {
 			return c.fail(err)
 		}
 	case !o.IsZero():
-		if err := c.q.SetLimits(ctx, t, o); err != nil {
+		if err := c.flow.SetLimits(ctx, t, o); err != nil {
 			return c.fail(err)
 		}
 	}
-	now, err := c.q.Limits(ctx, t)
+	now, err := c.flow.Limits(ctx, t)
 	if err != nil {
 		return c.fail(err)
 	}
@@ -82,8 +84,8 @@ func runLimit(ctx context.Context, args []string, s stdio) int {
 }
 
 // limitOverride parses --rate and --hold-above ("" leaves a field unset).
-func limitOverride(rate, hold string) (queue.Override, error) {
-	o, err := queue.ParseOverride(rate, hold)
+func limitOverride(rate, hold string) (flowstate.Override, error) {
+	o, err := flowtext.ParseOverride(rate, hold)
 	if err != nil {
 		return o, fmt.Errorf("--%w", err)
 	}
@@ -92,7 +94,7 @@ func limitOverride(rate, hold string) (queue.Override, error) {
 
 // overrideRate is the JSON of a run-time rate: null when not set, "none"
 // when lifted, else the number.
-func overrideRate(o queue.Override) any {
+func overrideRate(o flowstate.Override) any {
 	switch {
 	case o.Rate == nil:
 		return nil
@@ -102,7 +104,7 @@ func overrideRate(o queue.Override) any {
 	return *o.Rate
 }
 
-func overrideHold(o queue.Override) any {
+func overrideHold(o flowstate.Override) any {
 	switch {
 	case o.HoldAbove == nil:
 		return nil
@@ -113,7 +115,7 @@ func overrideHold(o queue.Override) any {
 }
 
 // describeOverride says what o sets, for people.
-func describeOverride(o queue.Override) string {
+func describeOverride(o flowstate.Override) string {
 	var parts []string
 	switch v := overrideRate(o).(type) {
 	case string:
@@ -131,7 +133,7 @@ func describeOverride(o queue.Override) string {
 }
 
 // limitsJSON is a topic's flow control in force, as stats shows it.
-type limitsJSON = queue.Limits
+type limitsJSON = flowstate.Limits
 
 // limitsInForce are the topics' limits in force: what each live daemon's
 // environment gives the topic (its report, or none), overridden by those
@@ -139,13 +141,13 @@ type limitsJSON = queue.Limits
 // this shell's configuration stands in (Source "here"; a topic it does not
 // configure has only the run-time ones).
 func (c *cli) limitsInForce(ctx context.Context, ts []queue.Topic) ([]limitsJSON, error) {
-	return c.q.LimitsShown(ctx, c.cfg.KeyPrefix, ts, func(t queue.Topic) queue.Limits {
+	return c.flow.LimitsShown(ctx, c.cfg.KeyPrefix, ts, func(t queue.Topic) flowstate.Limits {
 		for _, ct := range c.cfg.Topics {
 			if ct.Name == t.Name {
-				return queue.EnvLimits(ct.RateLimit, ct.HoldQueue, ct.HoldAbove)
+				return flowstate.EnvLimits(ct.RateLimit, ct.HoldQueue, ct.HoldAbove)
 			}
 		}
-		return queue.EnvLimits(0, "", 0)
+		return flowstate.EnvLimits(0, "", 0)
 	})
 }
 
@@ -153,7 +155,7 @@ func (c *cli) limitsInForce(ctx context.Context, ts []queue.Topic) ([]limitsJSON
 // now, and why it is held.
 func printLimits(w io.Writer, ts []queue.Topic, ls []limitsJSON, hs []heldJSON) {
 	for i, l := range ls {
-		line := l.Text()
+		line := flowtext.Limits(l)
 		if held := describeHeld(hs[i], l); held != "" {
 			line = strings.TrimPrefix(line+"; "+held, "; ")
 		}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/delaybridge/delaybridge/flowstate"
 )
 
 func TestLimitCommandSetsShowsAndClearsRunTimeLimits(t *testing.T) {
@@ -12,7 +14,7 @@ func TestLimitCommandSetsShowsAndClearsRunTimeLimits(t *testing.T) {
 		t.Errorf("limit --rate printed %q", out)
 	}
 	e.mustRun("", "limit", "orders", "--hold-above", "none")
-	o, err := e.q.Limits(e.ctx, e.orders)
+	o, err := flowstate.New(e.q).Limits(e.ctx, e.orders)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +43,7 @@ func TestLimitCommandSetsShowsAndClearsRunTimeLimits(t *testing.T) {
 	if out := e.mustRun("", "limit", "orders", "--off"); !strings.Contains(out, "the environment's apply") {
 		t.Errorf("limit --off printed %q", out)
 	}
-	if o, err := e.q.Limits(e.ctx, e.orders); err != nil || !o.IsZero() {
+	if o, err := flowstate.New(e.q).Limits(e.ctx, e.orders); err != nil || !o.IsZero() {
 		t.Errorf("limits after --off = %+v, %v; want none", o, err)
 	}
 }

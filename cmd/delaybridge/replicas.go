@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/delaybridge/delaybridge/flowstate"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -76,7 +77,7 @@ type replicaRow struct {
 	Owned          map[string][]int `json:"owned"`
 	// Env are the limits the replica reports its environment gives each
 	// topic it serves, by topic.
-	Env map[string]queue.ReplicaLimits `json:"environment_limits,omitempty"`
+	Env map[string]flowstate.ReplicaLimits `json:"environment_limits,omitempty"`
 }
 
 // addEnvLimits gives each row the limits its replica reports for topics.
@@ -88,7 +89,7 @@ func addEnvLimits(rows []replicaRow, topics []queue.Topic, limits []limitsJSON) 
 					continue
 				}
 				if rows[i].Env == nil {
-					rows[i].Env = map[string]queue.ReplicaLimits{}
+					rows[i].Env = map[string]flowstate.ReplicaLimits{}
 				}
 				rows[i].Env[t.Name] = r
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/delaybridge/delaybridge/internal/flowtext"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -176,7 +177,7 @@ func printTopics(w io.Writer, key string, ls []queue.Layout, local map[string]qu
 	fmt.Fprintln(tw, "TOPIC\tLAYOUT\tSETTINGS HERE\tFLOW CONTROL")
 	for i, l := range ls {
 		flow := "-"
-		if t := limits[i].Text(); t != "" {
+		if t := flowtext.Limits(limits[i]); t != "" {
 			flow = t
 		}
 		if h := describeHeld(held[i], limits[i]); h != "" {

@@ -37,19 +37,25 @@ var ranks = []struct {
 	// The data model and the sink contract.
 	{"queue", 1},
 	{"sinks", 1},
+	// Flow control's shared state in Redis, on the queue's topics and keys
+	// (queue.FlowKeys): below the forwarder that obeys it and the CLI and
+	// console that show it, and free of their words.
+	{"flowstate", 2},
+	// What flow control says to people, once for the CLI and the console.
+	{"internal/flowtext", 3},
 	// What uses them: the pipeline, the intake, the configuration, the
-	// console and the HTTP API (queue only: never the forwarder), the sink
-	// adapters (sinks, never forwarder).
-	{"forwarder", 2},
-	{"intake", 2},
-	{"config", 2},
-	{"console", 2},
-	{"api", 2},
-	{"sinks/...", 2},
+	// console and the HTTP API (queue and flowstate only: never the
+	// forwarder), the sink adapters (sinks, never forwarder).
+	{"forwarder", 4},
+	{"intake", 4},
+	{"config", 4},
+	{"console", 4},
+	{"api", 4},
+	{"sinks/...", 4},
 	// Connecting as the configuration says (it reads config).
-	{"redisclient", 3},
+	{"redisclient", 5},
 	// main packages: wiring only.
-	{"cmd/...", 4},
+	{"cmd/...", 6},
 	// Test tooling, benches, examples and generators.
 	{"internal/testing/...", tooling},
 	{"internal/layout", tooling},
@@ -134,6 +140,12 @@ func TestImportRuleRefusesTheArrowsTheDesignForbids(t *testing.T) {
 		{"forwarder", "cmd/delaybridge"},
 		{"queue", "internal/testing/redistest"},
 		{"forwarder", "a/package/nobody/placed"},
+		{"queue", "flowstate"},
+		{"flowstate", "forwarder"},
+		{"flowstate", "internal/flowtext"},
+		{"flowstate", "config"},
+		{"internal/flowtext", "console"},
+		{"sinks", "flowstate"},
 	} {
 		if ok, _ := importAllowed(bad[0], bad[1]); ok {
 			t.Errorf("importAllowed(%s -> %s) = true, want false", bad[0], bad[1])
@@ -146,6 +158,11 @@ func TestImportRuleRefusesTheArrowsTheDesignForbids(t *testing.T) {
 		{"console", "queue"},
 		{"cmd/delaybridge", "forwarder"},
 		{"internal/testing/e2etest", "sinks"},
+		{"flowstate", "queue"},
+		{"forwarder", "flowstate"},
+		{"console", "flowstate"},
+		{"console", "internal/flowtext"},
+		{"cmd/delaybridge", "internal/flowtext"},
 	} {
 		if ok, why := importAllowed(good[0], good[1]); !ok {
 			t.Errorf("importAllowed(%s -> %s) = false (%s), want true", good[0], good[1], why)

@@ -24,6 +24,7 @@
 //   - blame.go: how the messages still waiting fail when their channel or
 //     connection ends, or the sink closes.
 //   - destination.go: CheckDestination, whether the exchange exists.
+//   - depth.go: QueueDepth, the hold queue's ready messages.
 //   - connection.go: connecting, opening the confirm-mode channel and
 //     reconnecting with back-off.
 //   - writeconn.go: write deadlines and corking under the connection.

@@ -1,4 +1,4 @@
-package queue
+package flowstate
 
 import (
 	"context"
@@ -8,37 +8,16 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // A topic's rate limit is a token bucket in Redis, shared by every replica:
 // a scanner takes permits from it before a claim and claims only as many
 // messages as it was granted, so held messages never leave the scheduled
-// set. The bucket is one small HASH in the topic-wide hash tag (FlowKeys),
+// set. The bucket is one small HASH in the topic-wide hash tag (queue.FlowKeys),
 // refilled from Redis's TIME, so replicas whose clocks disagree, or that
 // come and go, still share one budget.
-
-// FlowKeys are a topic's topic-wide keys, in one hash tag of their own
-// (<prefix>:{<topic>}:…, or {K}:… for an adopted key K): every slot shares
-// them, and each script touches one of them only, so a Redis Cluster runs
-// it on one node.
-type FlowKeys struct {
-	Bucket string // HASH tokens, at (ms): the rate limit's token bucket
-	Limits string // HASH rate, hold_above, since: limits set at run time (see SetLimits)
-	Held   string // HASH replica → why it holds the topic now (see ReportHeld)
-	Env    string // HASH replica → the limits its environment gives the topic (see ReportEnv)
-}
-
-// FlowKeys returns the topic-wide keys of t.
-func (t Topic) FlowKeys() FlowKeys {
-	base := fmt.Sprintf("%s:{%s}", t.KeyPrefix(), t.Name)
-	if t.Key != "" {
-		base = "{" + t.Key + "}"
-		if hasHashTag(t.Key) {
-			base = t.Key
-		}
-	}
-	return FlowKeys{Bucket: base + ":rate", Limits: base + ":limits", Held: base + ":held", Env: base + ":env"}
-}
 
 // BurstOf is the bucket's capacity for a rate: 100 ms of deliveries, at
 // least one. The capacity is what makes the rate robust: a replica whose
@@ -133,13 +112,13 @@ type Grant struct {
 // Acquire takes up to want permits from t's rate limit of rate per second
 // (over every replica), giving back the unused permits of an earlier grant
 // in the same call. One round trip to the node of t's FlowKeys.
-func (q *Queue) Acquire(ctx context.Context, t Topic, rate float64, want, giveBack int) (Grant, error) {
+func (s *Store) Acquire(ctx context.Context, t queue.Topic, rate float64, want, giveBack int) (Grant, error) {
 	if rate <= 0 || math.IsNaN(rate) {
 		return Grant{}, fmt.Errorf("acquire permits of %s: rate %v is not positive", t.Name, rate)
 	}
 	burst := BurstOf(rate)
 	k := t.FlowKeys().Bucket
-	r, err := acquireScript.Run(ctx, q.rdb, []string{k, k + ":log"},
+	r, err := acquireScript.Run(ctx, s.rdb, []string{k, k + ":log"},
 		strconv.FormatFloat(rate, 'f', -1, 64), strconv.FormatFloat(burst, 'f', -1, 64), max(0, want), max(0, giveBack)).Slice()
 	if err != nil {
 		return Grant{}, fmt.Errorf("acquire permits of %s: %w", t.Name, err)

@@ -1,4 +1,4 @@
-package queue
+package flowstate
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // Whether a topic is held by its flow control right now is known only to
@@ -46,12 +48,12 @@ func (h Held) By(reason string) bool {
 
 // ReportHeld records that replica holds t (h's Reasons and Depth), for
 // ttl unless renewed; h nil deletes the replica's report.
-func (q *Queue) ReportHeld(ctx context.Context, t Topic, replica string, h *Held, ttl time.Duration) error {
+func (s *Store) ReportHeld(ctx context.Context, t queue.Topic, replica string, h *Held, ttl time.Duration) error {
 	v := ""
 	if h != nil {
 		v = strings.Join(h.Reasons, ",") + " " + strconv.Itoa(h.Depth)
 	}
-	if err := q.report(ctx, t.FlowKeys().Held, replica, v, ttl); err != nil {
+	if err := s.report(ctx, t.FlowKeys().Held, replica, v, ttl); err != nil {
 		return fmt.Errorf("report %s held: %w", t.Name, err)
 	}
 	return nil
@@ -59,10 +61,10 @@ func (q *Queue) ReportHeld(ctx context.Context, t Topic, replica string, h *Held
 
 // HeldOf returns, for every topic of ts, the replicas that report holding
 // it now (none: the topic is not held by its flow control), by replica id.
-func (q *Queue) HeldOf(ctx context.Context, ts []Topic) ([][]Held, error) {
+func (s *Store) HeldOf(ctx context.Context, ts []queue.Topic) ([][]Held, error) {
 	out := make([][]Held, len(ts))
 	for i, t := range ts {
-		rs, err := q.reports(ctx, t.FlowKeys().Held)
+		rs, err := s.reports(ctx, t.FlowKeys().Held)
 		if err != nil {
 			return nil, fmt.Errorf("read whether %s is held: %w", t.Name, err)
 		}
@@ -86,29 +88,4 @@ func parseHeld(r replicaReport) (Held, bool) {
 		return Held{}, false
 	}
 	return Held{Replica: r.replica, Reasons: strings.Split(f[0], ","), Depth: depth, Until: r.until}, true
-}
-
-// HeldWhy says why a topic is held, for people: "by the rate limit" and/or
-// "by hold-above (<queue>: <depth>)", joined by "and"; "" when reasons is
-// empty. depth is the hold queue's depth as the caller writes numbers, ""
-// when it was not read.
-func HeldWhy(reasons []string, holdQueue, depth string) string {
-	var parts []string
-	for _, why := range reasons {
-		switch why {
-		case HeldRate:
-			parts = append(parts, "by the rate limit")
-		case HeldQueue:
-			if holdQueue == "" {
-				holdQueue = "the hold queue"
-			}
-			if depth == "" {
-				depth = "depth not read"
-			} else {
-				depth += " ready"
-			}
-			parts = append(parts, "by hold-above ("+holdQueue+": "+depth+")")
-		}
-	}
-	return strings.Join(parts, " and ")
 }

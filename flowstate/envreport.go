@@ -1,4 +1,4 @@
-package queue
+package flowstate
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // The limits a topic's environment gives it (DELAYBRIDGE_TOPIC_<NAME>_
@@ -42,7 +44,7 @@ func (r ReplicaLimits) env() Limits { return EnvLimits(r.Rate, r.HoldQueue, r.Ho
 
 // ReportEnv records that replica runs t with env's limits (see EnvLimits),
 // for ttl unless renewed; env nil deletes the replica's report.
-func (q *Queue) ReportEnv(ctx context.Context, t Topic, replica string, env *Limits, ttl time.Duration) error {
+func (s *Store) ReportEnv(ctx context.Context, t queue.Topic, replica string, env *Limits, ttl time.Duration) error {
 	v := ""
 	if env != nil {
 		hold := env.HoldAbove
@@ -52,7 +54,7 @@ func (q *Queue) ReportEnv(ctx context.Context, t Topic, replica string, env *Lim
 		// The queue's name comes last: it may hold spaces.
 		v = strconv.FormatFloat(max(0, env.Rate), 'f', -1, 64) + " " + strconv.Itoa(max(-1, hold)) + " " + env.HoldQueue
 	}
-	if err := q.report(ctx, t.FlowKeys().Env, replica, v, ttl); err != nil {
+	if err := s.report(ctx, t.FlowKeys().Env, replica, v, ttl); err != nil {
 		return fmt.Errorf("report the limits %s runs %s with: %w", replica, t.Name, err)
 	}
 	return nil
@@ -60,10 +62,10 @@ func (q *Queue) ReportEnv(ctx context.Context, t Topic, replica string, env *Lim
 
 // EnvOf returns, for every topic of ts, the limits that each live daemon
 // whose environment limits it reports, sorted by replica id.
-func (q *Queue) EnvOf(ctx context.Context, ts []Topic) ([][]ReplicaLimits, error) {
+func (s *Store) EnvOf(ctx context.Context, ts []queue.Topic) ([][]ReplicaLimits, error) {
 	out := make([][]ReplicaLimits, len(ts))
 	for i, t := range ts {
-		rs, err := q.reports(ctx, t.FlowKeys().Env)
+		rs, err := s.reports(ctx, t.FlowKeys().Env)
 		if err != nil {
 			return nil, fmt.Errorf("read the limits the daemons run %s with: %w", t.Name, err)
 		}
@@ -97,18 +99,18 @@ func parseEnvReport(r replicaReport) (ReplicaLimits, bool) {
 // LimitsShown are the limits in force of every topic of ts as stats,
 // replicas, topics and the console show them (Override.Shown): the limits
 // set at run time (LimitsOf) over those each live daemon of the replica set
-// under prefix reports (EnvOf, Replicas); here is the reader's own
+// under prefix reports (EnvOf, queue.Replicas); here is the reader's own
 // environment for a topic, standing in while no daemon is known.
-func (q *Queue) LimitsShown(ctx context.Context, prefix string, ts []Topic, here func(Topic) Limits) ([]Limits, error) {
-	os, err := q.LimitsOf(ctx, ts)
+func (s *Store) LimitsShown(ctx context.Context, prefix string, ts []queue.Topic, here func(queue.Topic) Limits) ([]Limits, error) {
+	os, err := s.LimitsOf(ctx, ts)
 	if err != nil {
 		return nil, err
 	}
-	envs, err := q.EnvOf(ctx, ts)
+	envs, err := s.EnvOf(ctx, ts)
 	if err != nil {
 		return nil, err
 	}
-	live, err := q.Replicas(ctx, prefix)
+	live, err := s.q.Replicas(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}

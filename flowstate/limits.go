@@ -1,4 +1,4 @@
-package queue
+package flowstate
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // Limits set at run time (delaybridge limit) override a topic's
@@ -56,7 +58,7 @@ return 1
 
 // SetLimits overrides t's limits on every replica within a second: the
 // fields of o that are set replace the stored ones, the others are kept.
-func (q *Queue) SetLimits(ctx context.Context, t Topic, o Override) error {
+func (s *Store) SetLimits(ctx context.Context, t queue.Topic, o Override) error {
 	var args []any
 	if o.Rate != nil {
 		args = append(args, "rate", strconv.FormatFloat(max(0, *o.Rate), 'f', -1, 64))
@@ -67,7 +69,7 @@ func (q *Queue) SetLimits(ctx context.Context, t Topic, o Override) error {
 	if len(args) == 0 {
 		return nil
 	}
-	if err := setLimitsScript.Run(ctx, q.rdb, []string{t.FlowKeys().Limits}, args...).Err(); err != nil {
+	if err := setLimitsScript.Run(ctx, s.rdb, []string{t.FlowKeys().Limits}, args...).Err(); err != nil {
 		return fmt.Errorf("set limits of %s: %w", t.Name, err)
 	}
 	return nil
@@ -75,8 +77,8 @@ func (q *Queue) SetLimits(ctx context.Context, t Topic, o Override) error {
 
 // ClearLimits removes t's run-time limits: the environment's apply again.
 // It reports whether there were any.
-func (q *Queue) ClearLimits(ctx context.Context, t Topic) (bool, error) {
-	n, err := q.rdb.Del(ctx, t.FlowKeys().Limits).Result()
+func (s *Store) ClearLimits(ctx context.Context, t queue.Topic) (bool, error) {
+	n, err := s.rdb.Del(ctx, t.FlowKeys().Limits).Result()
 	if err != nil {
 		return false, fmt.Errorf("clear limits of %s: %w", t.Name, err)
 	}
@@ -85,8 +87,8 @@ func (q *Queue) ClearLimits(ctx context.Context, t Topic) (bool, error) {
 
 // LimitsOf reads the run-time limits of every topic of ts, in one pipeline
 // (one round trip per node of a Redis Cluster).
-func (q *Queue) LimitsOf(ctx context.Context, ts []Topic) ([]Override, error) {
-	pipe := q.rdb.Pipeline()
+func (s *Store) LimitsOf(ctx context.Context, ts []queue.Topic) ([]Override, error) {
+	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(ts))
 	for i, t := range ts {
 		cmds[i] = pipe.HMGet(ctx, t.FlowKeys().Limits, "rate", "hold_above", "since")
@@ -102,8 +104,8 @@ func (q *Queue) LimitsOf(ctx context.Context, ts []Topic) ([]Override, error) {
 }
 
 // Limits reads t's run-time limits.
-func (q *Queue) Limits(ctx context.Context, t Topic) (Override, error) {
-	o, err := q.LimitsOf(ctx, []Topic{t})
+func (s *Store) Limits(ctx context.Context, t queue.Topic) (Override, error) {
+	o, err := s.LimitsOf(ctx, []queue.Topic{t})
 	if err != nil {
 		return Override{}, err
 	}
@@ -126,7 +128,7 @@ func parseOverride(v []any) Override {
 		o.HoldAbove = &h
 	}
 	if ms, err := strconv.ParseFloat(str(2), 64); err == nil {
-		o.Since = MillisTime(ms)
+		o.Since = queue.MillisTime(ms)
 	}
 	return o
 }

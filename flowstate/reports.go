@@ -1,4 +1,4 @@
-package queue
+package flowstate
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // A replica report is what one replica tells the others, stats and the
@@ -54,8 +56,8 @@ return 1
 `)
 
 // report writes replica's report into key for ttl ("" deletes it).
-func (q *Queue) report(ctx context.Context, key, replica, report string, ttl time.Duration) error {
-	return reportScript.Run(ctx, q.rdb, []string{key}, replica, report, max(1, ttl.Milliseconds())).Err()
+func (s *Store) report(ctx context.Context, key, replica, report string, ttl time.Duration) error {
+	return reportScript.Run(ctx, s.rdb, []string{key}, replica, report, max(1, ttl.Milliseconds())).Err()
 }
 
 // reportsScript returns the reports of a HASH that have not expired.
@@ -83,8 +85,8 @@ type replicaReport struct {
 }
 
 // reports reads the live reports of key.
-func (q *Queue) reports(ctx context.Context, key string) ([]replicaReport, error) {
-	r, err := reportsScript.Run(ctx, q.rdb, []string{key}).StringSlice()
+func (s *Store) reports(ctx context.Context, key string) ([]replicaReport, error) {
+	r, err := reportsScript.Run(ctx, s.rdb, []string{key}).StringSlice()
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +100,7 @@ func (q *Queue) reports(ctx context.Context, key string) ([]replicaReport, error
 		if err != nil {
 			continue
 		}
-		out = append(out, replicaReport{replica: r[j], report: r[j+1][:i], until: MillisTime(ms)})
+		out = append(out, replicaReport{replica: r[j], report: r[j+1][:i], until: queue.MillisTime(ms)})
 	}
 	return out, nil
 }

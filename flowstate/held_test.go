@@ -1,4 +1,4 @@
-package queue
+package flowstate
 
 import (
 	"testing"
@@ -6,19 +6,21 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 func TestHeldReportsAreSeenUntilDeletedOrExpired(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, FormatRaw, 1)
-	other := Topic{Name: "other", Prefix: f.tp.Prefix}
-	if err := f.q.ReportHeld(f.ctx, f.tp, "a", &Held{Reasons: []string{HeldQueue}, Depth: 1234}, time.Minute); err != nil {
+	f := newFixture(t, queue.FormatRaw, 1)
+	other := queue.Topic{Name: "other", Prefix: f.tp.Prefix}
+	if err := f.s.ReportHeld(f.ctx, f.tp, "a", &Held{Reasons: []string{HeldQueue}, Depth: 1234}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.q.ReportHeld(f.ctx, f.tp, "b", &Held{Reasons: []string{HeldRate, HeldQueue}, Depth: -1}, 300*time.Millisecond); err != nil {
+	if err := f.s.ReportHeld(f.ctx, f.tp, "b", &Held{Reasons: []string{HeldRate, HeldQueue}, Depth: -1}, 300*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	got, err := f.q.HeldOf(f.ctx, []Topic{f.tp, other})
+	got, err := f.s.HeldOf(f.ctx, []queue.Topic{f.tp, other})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,11 +34,11 @@ func TestHeldReportsAreSeenUntilDeletedOrExpired(t *testing.T) {
 	}
 	// b's report expires without being deleted (a replica that died).
 	time.Sleep(400 * time.Millisecond)
-	got, err = f.q.HeldOf(f.ctx, []Topic{f.tp})
+	got, err = f.s.HeldOf(f.ctx, []queue.Topic{f.tp})
 	if err != nil || len(got[0]) != 1 || got[0][0].Replica != "a" || !got[0][0].By(HeldQueue) || got[0][0].By(HeldRate) {
 		t.Fatalf("after b's report expired: %+v, %v; want only a's", got, err)
 	}
-	if err := f.q.ReportHeld(f.ctx, f.tp, "a", nil, time.Minute); err != nil {
+	if err := f.s.ReportHeld(f.ctx, f.tp, "a", nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := f.rdb.Exists(f.ctx, f.tp.FlowKeys().Held).Result(); err != nil || n != 0 {
@@ -46,8 +48,8 @@ func TestHeldReportsAreSeenUntilDeletedOrExpired(t *testing.T) {
 
 func TestHeldReportKeyExpiresWithItsReports(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, FormatRaw, 1)
-	if err := f.q.ReportHeld(f.ctx, f.tp, "a", &Held{Reasons: []string{HeldRate}, Depth: -1}, 2*time.Second); err != nil {
+	f := newFixture(t, queue.FormatRaw, 1)
+	if err := f.s.ReportHeld(f.ctx, f.tp, "a", &Held{Reasons: []string{HeldRate}, Depth: -1}, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	ttl, err := f.rdb.PTTL(f.ctx, f.tp.FlowKeys().Held).Result()

@@ -1,11 +1,10 @@
-package queue
+package flowstate
 
 import (
-	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // Limits are a topic's flow control in force, as stats, the console and
@@ -64,11 +63,11 @@ func (g LimitsGroup) limits() Limits {
 // console show them: each live daemon's environment overridden by o,
 // grouped by the limits that result. A daemon's environment is its report
 // (reports, see EnvOf), or none for a replica of live (the replica set,
-// see Replicas) that reports nothing: a daemon reports only the topics its
-// environment limits. While no daemon is known (no report, no live
+// see queue.Replicas) that reports nothing: a daemon reports only the
+// topics its environment limits. While no daemon is known (no report, no live
 // replica), here (the reader's own environment, EnvLimits) overridden by o
 // stands in, with Source SourceHere where here's limits are shown.
-func (o Override) Shown(reports []ReplicaLimits, live ReplicaSet, here Limits) Limits {
+func (o Override) Shown(reports []ReplicaLimits, live queue.ReplicaSet, here Limits) Limits {
 	reports = slices.Clone(reports)
 	for _, id := range live.Live {
 		if !slices.ContainsFunc(reports, func(r ReplicaLimits) bool { return r.Replica == id }) {
@@ -104,53 +103,6 @@ func (o Override) Shown(reports []ReplicaLimits, live ReplicaSet, here Limits) L
 // Differ reports whether replicas run the topic with different limits.
 func (l Limits) Differ() bool { return len(l.Groups) > 1 }
 
-// Text says what l limits and where that comes from, for people: "rate
-// limit 300/s (environment)", or per group of replicas when they differ
-// ("rate limit 300/s on 2 replicas (a, b); no limit on 1 replica (c)
-// (environment)"); "" when nothing limits the topic.
-func (l Limits) Text() string {
-	if !l.Differ() {
-		if s := l.String(); s != "" {
-			return s + " (" + sourceText(l.Source) + ")"
-		}
-		return ""
-	}
-	parts := make([]string, len(l.Groups))
-	source := SourceEnv
-	for i, g := range l.Groups {
-		s := g.limits().String()
-		if s == "" {
-			s = "no limit"
-		}
-		if g.Source == SourceRunTime {
-			source = SourceRunTime
-		}
-		parts[i] = s + " on " + replicasText(g.Replicas)
-	}
-	return strings.Join(parts, "; ") + " (" + sourceText(source) + ")"
-}
-
-func sourceText(source string) string {
-	if source == SourceHere {
-		return "environment here: no live daemon reports its own"
-	}
-	return source
-}
-
-// replicasText is "1 replica (a)", "2 replicas (a, b)", …, naming the
-// first three.
-func replicasText(ids []string) string {
-	n := fmt.Sprintf("%d replicas", len(ids))
-	if len(ids) == 1 {
-		n = "1 replica"
-	}
-	names := strings.Join(ids[:min(3, len(ids))], ", ")
-	if len(ids) > 3 {
-		names += ", …"
-	}
-	return n + " (" + names + ")"
-}
-
 // EnvLimits are the limits of a topic's environment: rate (0: none), and
 // holdAbove when holdQueue is set.
 func EnvLimits(rate float64, holdQueue string, holdAbove int) Limits {
@@ -173,51 +125,4 @@ func (o Override) InForce(env Limits) Limits {
 	env.Rate, env.HoldAbove = o.Effective(env.Rate, env.HoldAbove)
 	env.Source = SourceRunTime
 	return env
-}
-
-// String says what l limits, for people: "" when nothing.
-func (l Limits) String() string {
-	var parts []string
-	if l.Rate > 0 {
-		parts = append(parts, "rate limit "+strconv.FormatFloat(l.Rate, 'f', -1, 64)+"/s")
-	}
-	if l.HoldAbove >= 0 {
-		q := l.HoldQueue
-		if q == "" {
-			q = "its hold queue"
-		}
-		parts = append(parts, fmt.Sprintf("holds while %s has more than %d ready", q, l.HoldAbove))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// ParseOverride reads a change of limits as delaybridge limit and the
-// console take it: rate, deliveries per second (a positive decimal, or
-// "none" to lift it), and holdAbove, ready messages (a whole number, or
-// "none"); "" leaves a field unset.
-func ParseOverride(rate, holdAbove string) (Override, error) {
-	var o Override
-	if rate = strings.TrimSpace(rate); rate != "" {
-		r := 0.0
-		if rate != "none" {
-			v, err := strconv.ParseFloat(rate, 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 || v > 10_000_000 {
-				return o, fmt.Errorf(`rate %q: want a positive decimal (e.g. 300 or 0.5), at most 10000000, or "none"`, rate)
-			}
-			r = v
-		}
-		o.Rate = &r
-	}
-	if holdAbove = strings.TrimSpace(holdAbove); holdAbove != "" {
-		h := -1
-		if holdAbove != "none" {
-			v, err := strconv.Atoi(holdAbove)
-			if err != nil || v < 0 || v > math.MaxInt32 {
-				return o, fmt.Errorf(`hold-above %q: want a whole number of ready messages, or "none"`, holdAbove)
-			}
-			h = v
-		}
-		o.HoldAbove = &h
-	}
-	return o, nil
 }
