@@ -37,7 +37,7 @@ const (
 // entry costs a binary search at its score; a search in flight costs one per
 // distinct lease deadline (claimed or renewed batches in flight).
 const (
-	sweepSeen   = 256
+	sweepSeen   = 128
 	sweepChecks = 32
 )
 
