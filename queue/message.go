@@ -57,7 +57,8 @@ func (t Topic) Decode(member string) (Message, error) {
 
 // Encode turns a message into the member that carries it on t. A raw topic
 // carries only the body, so a message with an id, headers or a routing key is
-// an error there.
+// an error there. An envelope's id must not have the form of a recurrence
+// tick's id (checkOwnID).
 func (t Topic) Encode(m Message) ([]byte, error) {
 	switch t.Format {
 	case "", FormatRaw:
@@ -66,7 +67,11 @@ func (t Topic) Encode(m Message) ([]byte, error) {
 		}
 		return m.Body, nil
 	case FormatEnvelope:
-		b, err := EncodeEnvelope(m)
+		err := checkOwnID(m.ID)
+		var b []byte
+		if err == nil {
+			b, err = EncodeEnvelope(m)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("encode for topic %s: %w", t.Name, err)
 		}
