@@ -31,8 +31,9 @@ type Message struct {
 // Decode turns a member of t into the message to deliver. A member that does
 // not decode (an envelope topic holding something else) is an error wrapping
 // ErrInvalidEnvelope: the forwarder dead-letters it with the reason, so it
-// never blocks its slot. A recurrence's tick (IsTick) decodes to the
-// recurrence's message on either format.
+// never blocks its slot. A member that starts like a recurrence's tick
+// (IsTick) decodes to the recurrence's message on either format: what the
+// console and the CLI show; what is delivered is DecodeClaimed's.
 func (t Topic) Decode(member string) (Message, error) {
 	if IsTick(member) {
 		m, err := decodeTick(member)
@@ -41,6 +42,11 @@ func (t Topic) Decode(member string) (Message, error) {
 		}
 		return m, nil
 	}
+	return t.decodePlain(member)
+}
+
+// decodePlain is Decode of a member that is not a tick.
+func (t Topic) decodePlain(member string) (Message, error) {
 	switch t.Format {
 	case "", FormatRaw:
 		return Message{ID: MessageID([]byte(member)), Body: []byte(member)}, nil
