@@ -37,8 +37,8 @@ const (
 // entry costs a binary search at its score; a search in flight costs one per
 // distinct lease deadline (claimed or renewed batches in flight).
 const (
-	sweepSeen   = 128
-	sweepChecks = 32
+	sweepSeen   = 64
+	sweepChecks = 16
 )
 
 // reapScript returns expired leases and sweeps stale records.
