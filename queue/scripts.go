@@ -62,13 +62,13 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 //     or, while it is in flight, by the same search at each distinct lease
 //     deadline of the in-flight set (flying: claimed or renewed batches
 //     share one; after walk of them, a ZSCAN with MATCH). The member is
-//     stored once; each entry is a few dozen bytes of a listpack. Versions
-//     1.5 to 1.8 wrote a whole score modulo 2^31 ms (legacy: digits only,
+//     stored once; each entry is a few dozen bytes of a listpack. Builds
+//     before #40 wrote a whole score modulo 2^31 ms (legacy: digits only,
 //     below 2^31); seeklegacy finds such a member by walking only the
 //     scores present in the scheduled set (one range query per 25-day
 //     window that holds a member, at most walk of them, then a ZSCAN), and
 //     seekid rewrites the entry exactly once found, so legacy entries
-//     converge (the reaper's sweep visits all of them). Those versions read
+//     converge (the reaper's sweep visits all of them). Those builds read
 //     the exact layout too: a value of 2^31 or more, a fraction or a
 //     negative is one score to them, and "123.0" is 123. No lookup costs
 //     more than the members it touches: never a loop over the spread of
