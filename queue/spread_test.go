@@ -23,7 +23,8 @@ const slowScript = 10 * time.Millisecond
 
 // farDues are the latest due times each front door accepts: the largest
 // score a float64 holds exactly (Score, the API's "due"), the last second of
-// year 9999 (an RFC 3339 due), and the longest delay (time.Duration).
+// year 9999 (an RFC 3339 due), and the longest delay (time.Duration); the
+// slot also holds a recurrence "@every 2562047h".
 func farDues(now time.Time) map[string]time.Time {
 	return map[string]time.Time{
 		"far-max":   time.UnixMilli(1 << 53),
@@ -42,6 +43,11 @@ func spreadSlot(t *testing.T, ctx context.Context, q *queue.Queue, tp queue.Topi
 		if _, err := q.Schedule(ctx, tp, queue.Message{ID: id, Body: []byte(id)}, queue.At(due)); err != nil {
 			t.Fatalf("schedule %s at %v: %v", id, due, err)
 		}
+	}
+	// The console's and the CLI's longest recurrence: its first tick ~292 years ahead.
+	rec := queue.Recurrence{ID: "far-recur", Spec: "@every 2562047h", Message: queue.Message{Body: []byte("far")}}
+	if _, err := q.SetRecurrence(ctx, tp, rec); err != nil {
+		t.Fatalf("recurrence %s: %v", rec.Spec, err)
 	}
 	const century = 100 * 365 * 24 * time.Hour
 	var items []queue.Item
