@@ -194,7 +194,7 @@ func TestTheExactAndTheModuloIndexReadEachOther(t *testing.T) {
 	}
 	for id := range dues {
 		info, err := f.q.Get(f.ctx, f.tp, id)
-		if err != nil || info.Message.ID != id || Millis(info.Due) != dues[id] {
+		if err != nil || info.Message.ID != id || !info.Due.Equal(MillisTime(dues[id])) {
 			t.Errorf("Get(%s) = %+v due %v, %v", id, info.Message, Millis(info.Due), err)
 		}
 	}
