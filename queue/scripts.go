@@ -188,7 +188,7 @@ end
 local function seekid(id, v, n)
   if not legacy(v) then return seekz(sched, v, n) end
   local m, s = seeklegacy(v, n)
-  if m then redis.call('HSET', bucket(id), id, enc(s)) end
+  if m then redis.pcall('HSET', bucket(id), id, enc(s)) end -- a full Redis may refuse: the lookup stands
   return m
 end
 local function flying(n)

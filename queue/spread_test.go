@@ -105,6 +105,9 @@ func slowlog(t *testing.T, ctx context.Context, rdb *redis.Client, d time.Durati
 		t.Fatalf("SLOWLOG GET: %v", err)
 	}
 	for _, e := range log {
+		if len(e.Args) > 0 && (strings.EqualFold(e.Args[0], "slowlog") || strings.EqualFold(e.Args[0], "config")) {
+			continue // the test's own
+		}
 		longest = max(longest, e.Duration)
 		if e.Duration >= d {
 			a := e.Args
@@ -135,23 +138,51 @@ func TestNoScriptCostsTheSpreadOfDueTimes(t *testing.T) {
 	rdb := fullRedis(t, "noeviction") // a server of the test's own: not filled
 	favour(t, ctx, rdb)
 	q := queue.New(rdb)
-	tp := queue.Topic{Name: "spread", Prefix: "spread", Slots: 1, Format: queue.FormatEnvelope}
-	flying := spreadSlot(t, ctx, q, tp, 10_000)
-	for _, c := range []struct{ k, v string }{{"slowlog-log-slower-than", "0"}, {"slowlog-max-len", "100000"}} {
-		if err := rdb.ConfigSet(ctx, c.k, c.v).Err(); err != nil {
-			t.Fatal(err)
+	logAll := func(on bool) { // everything, or nothing (while a slot is filled)
+		t.Helper()
+		v := "-1"
+		if on {
+			v = "0"
+		}
+		for _, c := range []struct{ k, v string }{{"slowlog-log-slower-than", v}, {"slowlog-max-len", "100000"}} {
+			if err := rdb.ConfigSet(ctx, c.k, c.v).Err(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	if err := rdb.Do(ctx, "SLOWLOG", "RESET").Err(); err != nil {
-		t.Fatal(err)
+	// Every script is loaded (compiled) once before the tries: a first
+	// EVAL is a cost per Redis start, not per call.
+	logAll(false)
+	warm := queue.Topic{Name: "spread", Prefix: "warm", Slots: 1, Format: queue.FormatEnvelope}
+	runEveryScript(t, ctx, q, warm, spreadSlot(t, ctx, q, warm, 10_000))
+	// A loaded machine can stall Redis for 10 ms inside any command (a
+	// single ZCOUNT was seen to take 31 ms): a slow script counts when every
+	// one of spreadTries fresh slots has one. A cost that grows with the
+	// spread (seconds before the exact index) is slow every time.
+	var slow []string
+	for try := range spreadTries {
+		tp := queue.Topic{Name: "spread", Prefix: "spread" + strconv.Itoa(try), Slots: 1, Format: queue.FormatEnvelope}
+		logAll(false)
+		flying := spreadSlot(t, ctx, q, tp, 10_000)
+		if err := rdb.Do(ctx, "SLOWLOG", "RESET").Err(); err != nil {
+			t.Fatal(err)
+		}
+		logAll(true)
+		runEveryScript(t, ctx, q, tp, flying)
+		var longest time.Duration
+		slow, longest = slowlog(t, ctx, rdb, slowScript)
+		t.Logf("try %d: longest command %v", try+1, longest)
+		if len(slow) == 0 {
+			return
+		}
+		t.Logf("try %d: %d commands took %v or more:\n%s", try+1, len(slow), slowScript, strings.Join(slow, "\n"))
 	}
-	runEveryScript(t, ctx, q, tp, flying)
-	slow, longest := slowlog(t, ctx, rdb, slowScript)
-	t.Logf("longest command: %v", longest)
-	if len(slow) > 0 {
-		t.Errorf("%d commands took %v or more:\n%s", len(slow), slowScript, strings.Join(slow, "\n"))
-	}
+	t.Errorf("in each of %d tries, commands took %v or more; the last:\n%s", spreadTries, slowScript, strings.Join(slow, "\n"))
 }
+
+// spreadTries is how many fresh slots TestNoScriptCostsTheSpreadOfDueTimes
+// may try.
+const spreadTries = 3
 
 // runEveryScript runs each script of the slot once or more: lookups, the
 // producer's, the scanner's, the reaper's (a whole sweep) and the dead
