@@ -123,7 +123,7 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "shrink every scenario to finish in under a minute")
 	flag.StringVar(&o.out, "out", "", "write the results as JSON to this file")
-	flag.StringVar(&o.run, "run", defaultRun, "comma list of scenarios to run (also: intake, intake-delay, raw-rabbitmq, fairness-raw)")
+	flag.StringVar(&o.run, "run", defaultRun, "comma list of scenarios to run (also: intake, intake-delay, raw-rabbitmq, fairness-raw, knobs, spread)")
 	flag.StringVar(&o.bin, "bin", "bin/delaybridge", "the daemon binary (make build)")
 	flag.StringVar(&o.devkafka, "devkafka", "bin/devkafka", "the local Kafka broker binary (make build)")
 	flag.StringVar(&o.redisURL, "redis", envOr("DELAYBRIDGE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis URL")
@@ -223,12 +223,14 @@ var scenarios = []struct {
 	{"recurring", runRecurring},
 	// Not run by default: the intake's scenarios (about 3 more minutes
 	// at full size on the 2-core VM), the raw ceiling alone, to study it,
-	// and knobs (2–3.5 more minutes: one daemon per setting).
+	// knobs (2–3.5 more minutes: one daemon per setting), and spread,
+	// which needs a Redis of its own (-redis-server).
 	{"intake", runIntake},
 	{"intake-delay", runIntakeDelay},
 	{"raw-rabbitmq", runRawRabbit},
 	{"fairness-raw", runFairnessRaw},
 	{"knobs", runKnobs},
+	{"spread", runSpread},
 }
 
 func run(ctx context.Context, o options) error {

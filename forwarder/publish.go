@@ -53,7 +53,7 @@ func (s *scanner) prepare(b batch) *delivery {
 	d := &delivery{b: b, msgs: make([]sinks.Message, 0, len(b.claimed)), members: make([]string, 0, len(b.claimed)),
 		indexed: s.topic.Format == queue.FormatEnvelope}
 	for _, c := range b.claimed {
-		dm, err := s.topic.Decode(c.Member)
+		dm, err := s.topic.DecodeClaimed(c)
 		if err != nil {
 			d.failures = append(d.failures, queue.Failure{Member: c.Member, Permanent: true, Reason: err.Error()})
 			continue

@@ -122,6 +122,9 @@ func (s *scheduler) bury(ctx context.Context, it *item) error {
 			id = queue.MessageID(it.msg.Body)
 		}
 		member, err = s.target.Topic.Encode(queue.Message{ID: id, Body: it.msg.Body})
+		if err != nil && id != queue.MessageID(it.msg.Body) { // an id the topic refuses (a tick's form)
+			member, err = s.target.Topic.Encode(queue.Message{ID: queue.MessageID(it.msg.Body), Body: it.msg.Body})
+		}
 		if err != nil {
 			return fmt.Errorf("bury in %s: %w", s.target.Topic.Name, err)
 		}

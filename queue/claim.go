@@ -19,6 +19,10 @@ type Claimed struct {
 	// milliseconds: its due time, or when a retry or a reap put it back. A
 	// member claimed ahead (see ClaimAhead) has a score above Claim.Now.
 	Score float64
+	// Tick reports a recurrence's tick, verified against the slot's
+	// recurrences (see DecodeClaimed): a member that only looks like one
+	// is not.
+	Tick bool
 }
 
 // DueTime is Due as a time.Time.
@@ -177,6 +181,9 @@ func (q *Queue) ClaimAhead(ctx context.Context, t Topic, slot, limit int, lease,
 	}
 	c, err := parseClaim(res)
 	if err != nil {
+		return Claim{}, fmt.Errorf("claim %s: %w", k.Scheduled, err)
+	}
+	if err := q.verifyTicks(ctx, t, slot, &c); err != nil {
 		return Claim{}, fmt.Errorf("claim %s: %w", k.Scheduled, err)
 	}
 	return c, nil

@@ -20,8 +20,11 @@ func bucketKey(k SlotKeys, id string) string {
 
 // indexValue mirrors enc in idsLua: what the index holds for a score.
 func indexValue(score float64) string {
-	if score >= 0 && score < 1<<53 && score == math.Floor(score) {
-		return strconv.FormatInt(int64(score)%(1<<31), 10)
+	if score > -(1<<53) && score < 1<<53 && score == math.Floor(score) {
+		if score >= 0 && score < 1<<31 {
+			return strconv.FormatFloat(score, 'f', 1, 64)
+		}
+		return strconv.FormatInt(int64(score), 10)
 	}
 	return strconv.FormatFloat(score, 'f', -1, 64)
 }

@@ -31,8 +31,9 @@ type Message struct {
 // Decode turns a member of t into the message to deliver. A member that does
 // not decode (an envelope topic holding something else) is an error wrapping
 // ErrInvalidEnvelope: the forwarder dead-letters it with the reason, so it
-// never blocks its slot. A recurrence's tick (IsTick) decodes to the
-// recurrence's message on either format.
+// never blocks its slot. A member that starts like a recurrence's tick
+// (IsTick) decodes to the recurrence's message on either format: what the
+// console and the CLI show; what is delivered is DecodeClaimed's.
 func (t Topic) Decode(member string) (Message, error) {
 	if IsTick(member) {
 		m, err := decodeTick(member)
@@ -41,6 +42,11 @@ func (t Topic) Decode(member string) (Message, error) {
 		}
 		return m, nil
 	}
+	return t.decodePlain(member)
+}
+
+// decodePlain is Decode of a member that is not a tick.
+func (t Topic) decodePlain(member string) (Message, error) {
 	switch t.Format {
 	case "", FormatRaw:
 		return Message{ID: MessageID([]byte(member)), Body: []byte(member)}, nil
@@ -57,7 +63,8 @@ func (t Topic) Decode(member string) (Message, error) {
 
 // Encode turns a message into the member that carries it on t. A raw topic
 // carries only the body, so a message with an id, headers or a routing key is
-// an error there.
+// an error there. An envelope's id must not have the form of a recurrence
+// tick's id (checkOwnID).
 func (t Topic) Encode(m Message) ([]byte, error) {
 	switch t.Format {
 	case "", FormatRaw:
@@ -66,7 +73,11 @@ func (t Topic) Encode(m Message) ([]byte, error) {
 		}
 		return m.Body, nil
 	case FormatEnvelope:
-		b, err := EncodeEnvelope(m)
+		err := checkOwnID(m.ID)
+		var b []byte
+		if err == nil {
+			b, err = EncodeEnvelope(m)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("encode for topic %s: %w", t.Name, err)
 		}

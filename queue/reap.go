@@ -30,13 +30,26 @@ const (
 	idxCursor = "idx:"
 )
 
+// sweepSeen is the most index entries one reap looks at, and sweepChecks
+// the most of them it may search for in flight (or among a legacy entry's
+// scores): what bounds the sweep's share of a reap script to a few
+// thousand commands whatever the slot holds (DESIGN.md, guarantee 10). Each
+// entry costs a binary search at its score; a search in flight costs one per
+// distinct lease deadline (claimed or renewed batches in flight).
+const (
+	sweepSeen   = 64
+	sweepChecks = 16
+)
+
 // reapScript returns expired leases and sweeps stale records.
 //
 // KEYS    -> slotKeys
 // ARGV[1] -> most members to reap (and HSCAN COUNT of the sweep)
 // ARGV[2] -> HSCAN cursor ("0" starts a sweep)
 // ARGV[3] -> what the sweep scans: "due" (the due HASH), "ids" (the ids HASH)
-// or "idx" (the index's buckets; the cursor is "<bucket>:<HSCAN cursor>")
+// or "idx" (the index's buckets; the cursor is "<bucket>:<HSCAN cursor>",
+// then ":<fields of that HSCAN page already looked at>" when a call stopped
+// inside a page)
 // ARGV[4] -> "1" when the topic's members are envelopes
 //
 // Members whose lease passed go back to scheduled at their original due time
@@ -47,13 +60,15 @@ const (
 // (acked, dead-lettered or cancelled by a producer that skipped the index);
 // the "idx" sweep drops index entries whose id names no member at its score
 // nor in flight (acked by a daemon of the previous version, which knows only
-// the ids HASH), bucket after bucket until it has looked at about limit
-// entries. A returned member's index entry follows it to its score. A score
+// the ids HASH), bucket after bucket until it has looked at sweepSeen
+// entries (or limit, if fewer) or searched the in-flight set or the
+// previous layout's scores for sweepChecks of them; a legacy entry it finds
+// is rewritten with its exact score (see idsLua). A returned member's index entry follows it to its score. A score
 // of +inf can never fall due: such members go to the dead set.
 //
 // Returns {reaped, next cursor, swept, dead, now, earliest lease deadline left
 // in flight or ""}.
-var reapScript = drainScript(nowLua, idsLua, buryLua, forgetLua, `
+var reapScript = drainScript(nowLua, idsLua, buryLua, forgetLua, fmt.Sprintf("local sweepSeen, sweepChecks = %d, %d\n", sweepSeen, sweepChecks), `
 local limit = tonumber(ARGV[1])
 local nowstr = string.format('%.0f', now)
 local expired = redis.call('ZRANGEBYSCORE', inflight, '-inf', nowstr, 'LIMIT', 0, limit)
@@ -67,38 +82,38 @@ local swept = 0
 local scan
 if ARGV[3] == 'idx' then
   scan = {'0'}
-  local b, c = string.match(ARGV[2], '^(%d+):(%d+)$')
-  b, c = tonumber(b) or 0, c or '0'
-  local flyers = nil
-  local seen = 0
+  local b, c, k = string.match(ARGV[2], '^(%d+):(%d+):?(%d*)$')
+  b, c, k = tonumber(b) or 0, c or '0', tonumber(k) or 0
+  local seen, checks, most = 0, 0, math.min(limit, sweepSeen)
   while b < 256 do
     local key = idx .. ':' .. b
-    local s = redis.call('HSCAN', key, c, 'COUNT', limit)
+    local s = redis.call('HSCAN', key, c, 'COUNT', sweepSeen)
     local fields = s[2]
-    for i = 1, #fields, 2 do
+    local i, gone = 2 * k + 1, 0
+    while i <= #fields and seen < most and checks < sweepChecks do
       local id, v = fields[i], fields[i + 1]
       local n = needle(id)
-      if not n or not seekv(v, n) then
-        if not flyers then
-          flyers = {}
-          for _, m in ipairs(redis.call('ZRANGE', inflight, 0, -1)) do
-            local f = fastid(m)
-            if f then flyers[f] = true end
-          end
-        end
-        if not flyers[id] then
+      seen = seen + 1
+      if n and legacy(v) then checks = checks + 1 end
+      if not n or not seekid(id, v, n) then
+        if n then checks = checks + 1 end
+        if not n or not flying(n) then
           redis.call('HDEL', key, id)
-          swept = swept + 1
+          swept, gone = swept + 1, gone + 1
         end
       end
+      i = i + 2
     end
-    seen = seen + #fields / 2
+    if i <= #fields then
+      scan = {b .. ':' .. c .. ':' .. ((i - 1) / 2 - gone)}
+      break
+    end
     if s[1] ~= '0' then
       scan = {b .. ':' .. s[1]}
       break
     end
-    b, c = b + 1, '0'
-    if seen >= limit and b < 256 then
+    b, c, k = b + 1, '0', 0
+    if seen >= most and b < 256 then
       scan = {b .. ':0'}
       break
     end

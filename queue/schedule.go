@@ -122,6 +122,9 @@ func (q *Queue) ScheduleMember(ctx context.Context, t Topic, member []byte, when
 // scheduleCall validates a member and builds its schedule script call.
 func (t Topic) scheduleCall(member []byte, when When) (scriptCall, Receipt, error) {
 	slot, id, err := t.Locate(member)
+	if err == nil && t.envelope() {
+		err = checkOwnID(id)
+	}
 	if err != nil {
 		return scriptCall{}, Receipt{}, fmt.Errorf("schedule: %w", err)
 	}

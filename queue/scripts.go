@@ -52,17 +52,27 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // right: an id names its member while that member is scheduled or in flight.
 // It has two layouts, both read by every script (see docs/migration.md):
 //
-//   - the index (KEYS[9], "<base>:idx"): idBuckets small HASHes
-//     "<base>:idx:<n>", id -> enc(the member's score in the scheduled set):
-//     a whole score modulo 2^31 ms (about 25 days), which a listpack holds
-//     in 5 bytes where the score itself takes 9; a fractional one as it is.
-//     It holds the members whose bytes start with needle(id), the canonical
-//     encoding EncodeEnvelope writes: the member is found again among the
-//     members of each score the entry can stand for (scores: one per 25
-//     days that the scheduled set spans) by a binary search on that prefix
-//     (members of one score sort bytewise), or, while it is in flight, in
-//     the in-flight set. The member is stored once; each entry is a few
-//     dozen bytes of a listpack.
+//   - the index (KEYS[10], "<base>:idx"): idBuckets small HASHes
+//     "<base>:idx:<n>", id -> enc(the member's score in the scheduled set),
+//     exact: a whole score as its digits ("123.0" below 2^31 ms, so it is
+//     never read as a legacy remainder), another as it is. It holds the
+//     members whose bytes start with needle(id), the canonical encoding
+//     EncodeEnvelope writes: the member is found again at that score by a
+//     binary search on that prefix (members of one score sort bytewise),
+//     or, while it is in flight, by the same search at each distinct lease
+//     deadline of the in-flight set (flying: claimed or renewed batches
+//     share one; after walk of them, a ZSCAN with MATCH). The member is
+//     stored once; each entry is a few dozen bytes of a listpack. Builds
+//     before #40 wrote a whole score modulo 2^31 ms (legacy: digits only,
+//     below 2^31); seeklegacy finds such a member by walking only the
+//     scores present in the scheduled set (one range query per 25-day
+//     window that holds a member, at most walk of them, then a ZSCAN), and
+//     seekid rewrites the entry exactly once found, so legacy entries
+//     converge (the reaper's sweep visits all of them). Those builds read
+//     the exact layout too: a value of 2^31 or more, a fraction or a
+//     negative is one score to them, and "123.0" is 123. No lookup costs
+//     more than the members it touches: never a loop over the spread of
+//     due times (DESIGN.md, guarantee 10).
 //   - the ids HASH (KEYS[7], ":ids"): id -> member, what every version
 //     before 1.5 wrote for every envelope, and what this one still writes for
 //     an envelope that is not canonical (an id JSON must escape, fields in
@@ -114,50 +124,83 @@ end
 local wrap = 2147483648
 local function enc(s)
   local n = tonumber(s)
-  if n and n >= 0 and n < 9007199254740992 and n == math.floor(n) then
-    return string.format('%.0f', n % wrap)
+  if n and n == math.floor(n) and n > -9007199254740992 and n < 9007199254740992 then
+    if n >= 0 and n < wrap then return string.format('%.1f', n) end
+    return string.format('%.0f', n)
   end
   return s
 end
-local function scores(v)
-  local n = tonumber(v)
-  if not n or n < 0 or n >= wrap or n ~= math.floor(n) then return {v} end
-  local lo = redis.call('ZRANGEBYSCORE', sched, '(-inf', '(inf', 'WITHSCORES', 'LIMIT', 0, 1)
-  if not lo[2] then return {} end
-  local hi = tonumber(redis.call('ZREVRANGEBYSCORE', sched, '(inf', '(-inf', 'WITHSCORES', 'LIMIT', 0, 1)[2])
-  local out, c = {}, n + math.max(math.ceil((tonumber(lo[2]) - n) / wrap), 0) * wrap
-  while c <= hi do
-    out[#out + 1] = string.format('%.0f', c)
-    c = c + wrap
-  end
-  return out
+local function legacy(v)
+  return string.find(v, '^%d+$') ~= nil and tonumber(v) < wrap
 end
-local function seek(s, n)
-  local lo = redis.call('ZCOUNT', sched, '-inf', '(' .. s)
-  local hi = lo + redis.call('ZCOUNT', sched, s, s)
+local function holds(v, s)
+  if v == enc(s) or tonumber(v) == tonumber(s) then return true end
+  local n = tonumber(s)
+  return legacy(v) and n ~= nil and n >= 0 and n < 9007199254740992 and n == math.floor(n) and tonumber(v) == n % wrap
+end
+local function seekz(key, s, n)
+  local lo = redis.call('ZCOUNT', key, '-inf', '(' .. s)
+  local hi = lo + redis.call('ZCOUNT', key, s, s)
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    if before(redis.call('ZRANGE', sched, mid, mid)[1], n) then lo = mid + 1 else hi = mid end
+    if before(redis.call('ZRANGE', key, mid, mid)[1], n) then lo = mid + 1 else hi = mid end
   end
-  local z = redis.call('ZRANGE', sched, lo, lo, 'WITHSCORES')
+  local z = redis.call('ZRANGE', key, lo, lo, 'WITHSCORES')
   if z[1] and string.sub(z[1], 1, #n) == n and tonumber(z[2]) == tonumber(s) then return z[1] end
   return nil
 end
-local function seekv(v, n)
-  for _, s in ipairs(scores(v)) do
-    local m = seek(s, n)
-    if m then return m end
-  end
+local function scan(key, n)
+  local pat = string.gsub(n, '[%*%?%[%]\\]', '\\%0')
+  local c = '0'
+  repeat
+    local r = redis.call('ZSCAN', key, c, 'MATCH', pat .. '*', 'COUNT', 1000)
+    c = r[1]
+    for i = 1, #r[2], 2 do
+      if string.sub(r[2][i], 1, #n) == n then return r[2][i], r[2][i + 1] end
+    end
+  until c == '0'
   return nil
 end
-local function flying(n)
-  local total = redis.call('ZCARD', inflight)
-  for start = 0, total - 1, 1000 do
-    for _, m in ipairs(redis.call('ZRANGE', inflight, start, start + 999)) do
-      if string.sub(m, 1, #n) == n then return m end
+local walk = 64
+local function seeklegacy(v, n)
+  local r, from = tonumber(v), '-inf'
+  for _ = 1, walk do
+    local z = redis.call('ZRANGEBYSCORE', sched, from, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    if not z[2] then return nil end
+    local p = tonumber(z[2])
+    if z[2] == '-inf' then p = -math.huge end
+    if not p or p ~= p or p >= 9007199254740992 then return nil end
+    local c = r + math.max(math.ceil((p - r) / wrap), 0) * wrap
+    if c >= 9007199254740992 then return nil end
+    local cs = string.format('%.0f', c)
+    if c == p then
+      local m = seekz(sched, cs, n)
+      if m then return m, cs end
+      from = '(' .. cs
+    else
+      from = cs
     end
   end
+  local m, s = scan(sched, n)
+  if m and holds(v, s) then return m, s end
   return nil
+end
+local function seekid(id, v, n)
+  if not legacy(v) then return seekz(sched, v, n) end
+  local m, s = seeklegacy(v, n)
+  if m then redis.pcall('HSET', bucket(id), id, enc(s)) end -- a full Redis may refuse: the lookup stands
+  return m
+end
+local function flying(n)
+  local from = '-inf'
+  for _ = 1, walk do
+    local z = redis.call('ZRANGEBYSCORE', inflight, from, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    if not z[2] then return nil end
+    local m = seekz(inflight, z[2], n)
+    if m then return m end
+    from = '(' .. z[2]
+  end
+  return (scan(inflight, n))
 end
 local function lookup(id)
   local out = {}
@@ -167,7 +210,7 @@ local function lookup(id)
   if n then
     local s = redis.call('HGET', bucket(id), id)
     if s then
-      local c = seekv(s, n) or flying(n)
+      local c = seekid(id, s, n) or flying(n)
       if c and c ~= out[1] then out[#out + 1] = c end
     end
   end
@@ -194,7 +237,7 @@ local function unmap(id, m, s)
   if s and n and string.sub(m, 1, #n) == n then
     local key = bucket(id)
     local v = redis.call('HGET', key, id)
-    if v and (v == enc(s) or tonumber(v) == tonumber(s)) and not seekv(v, n) then
+    if v and holds(v, s) and not seekid(id, v, n) then
       redis.call('HDEL', key, id)
     end
   end
