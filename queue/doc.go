@@ -27,7 +27,9 @@
 // message by member or id after a resize) and stranded.go (slots beyond a
 // topic's slot count); recurspec.go (specs, zones, the gap and daylight-saving
 // rules), recur.go (recurrences: set, remove, list) and recurtick.go (tick
-// members and the script that settles a tick and writes the next). Flow
+// members and the script that settles a tick and writes the next),
+// tickverify.go (a claimed member is a tick only when its recurrence vouches
+// for it) and tickid.go (the tick id form, reserved for ticks). Flow
 // control's state (rate limits, run-time limits, held and environment reports)
 // is package flowstate's, on FlowKeys.
 //
