@@ -1,8 +1,10 @@
 package layout
 
 import (
+	"errors"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -177,11 +179,18 @@ func moduleImports(root string) (map[string][]string, error) {
 	graph := map[string][]string{}
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // a test's temporary package, removed while we walked
+			}
 			return err
 		}
 		if d.IsDir() {
 			name := d.Name()
-			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || fileExists(filepath.Join(path, "go.mod"))) {
+			// The go command ignores directories that start with "." or "_":
+			// a test of another package (gosnippet) writes its temporary
+			// package as queue/_snippet…, which may appear while we walk.
+			skip := strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata"
+			if path != root && (skip || fileExists(filepath.Join(path, "go.mod"))) {
 				return filepath.SkipDir
 			}
 			return nil
