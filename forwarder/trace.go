@@ -37,7 +37,7 @@ const (
 	AttrTopic     = "delaybridge.topic"
 	AttrSlot      = "delaybridge.slot"
 	AttrAttempt   = "delaybridge.attempt"
-	AttrDue       = "delaybridge.due"        // RFC 3339, the time the producer asked for
+	AttrDue       = "delaybridge.due"         // RFC 3339, the time the producer asked for
 	AttrLateness  = "delaybridge.lateness_ms" // publish start - due, on Redis's clock
 	AttrOutcome   = "delaybridge.outcome"     // why a publish failed (outcome.String)
 	AttrRecurring = "delaybridge.recurrence"  // a tick's recurrence id
