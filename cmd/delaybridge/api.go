@@ -49,6 +49,11 @@ func runAPI(ctx context.Context, args []string, s stdio) int {
 		c.cfg.API.Addr = config.DefaultAPIAddr
 	}
 	log := newLogger(c.cfg, s)
+	tr, code := setupTracing(ctx, s, log)
+	if code != exitOK {
+		return code
+	}
+	defer shutdownTracing(tr, log)
 	reg := newRegistry()
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
@@ -67,7 +72,7 @@ func runAPI(ctx context.Context, args []string, s stdio) int {
 		return c.fail(err)
 	}
 	defer stopHTTP()
-	stop, err := startAPI(ctx, c.cfg, c.q, reg, log, nil)
+	stop, err := startAPI(ctx, c.cfg, c.q, reg, log, tracer(tr.Provider))
 	if err != nil {
 		return c.fail(err)
 	}
