@@ -2,7 +2,9 @@ package api
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -35,7 +37,7 @@ func (s *Server) startSpan(r *http.Request, route string) (*http.Request, trace.
 	ctx, span := s.opts.Tracer.Start(ctx, r.Method+" "+routePath(route), trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", routePath(route)),
 			attribute.String("url.path", r.URL.Path)))
-	if t := r.PathValue("topic"); t != "" {
+	if t := topicOf(route, r.URL.Path); t != "" {
 		span.SetAttributes(attribute.String("delaybridge.topic", t))
 	}
 	return r.WithContext(ctx), span
@@ -51,6 +53,22 @@ func endSpan(span trace.Span, status int) {
 		span.SetStatus(codes.Error, strconv.Itoa(status))
 	}
 	span.End()
+}
+
+// topicOf is the {topic} of a request's path (the mux has not matched it
+// yet: PathValue is empty here).
+func topicOf(route, path string) string {
+	if !strings.Contains(route, "{topic}") {
+		return ""
+	}
+	parts := strings.SplitN(strings.TrimPrefix(path, "/"), "/", 4)
+	if len(parts) < 3 || parts[0] != "v1" || parts[1] != "topics" {
+		return ""
+	}
+	if t, err := url.PathUnescape(parts[2]); err == nil {
+		return t
+	}
+	return parts[2]
 }
 
 // routePath is a ServeMux pattern without its method: "/v1/topics/{topic}/messages".
