@@ -155,6 +155,7 @@ func checkTrace(t *testing.T, j *e2etest.Jaeger, id, traceID, root string, consu
 		"intake": "amqp producer > receive X > send X > consume intake",
 	}[id]
 	got := strings.Join(chain, " > ")
+	t.Logf("%s: trace %s: %s", id, traceID, got)
 	if !chainMatches(got, wantChain) {
 		t.Errorf("%s: trace %s runs %q, want %q (X: any destination)", id, traceID, got, wantChain)
 	}
@@ -190,6 +191,7 @@ func checkTick(t *testing.T, j *e2etest.Jaeger, recur trace.SpanContext, consume
 	}
 	for _, r := range pub.References {
 		if r.SpanID == recur.SpanID().String() && r.TraceID == recur.TraceID().String() {
+			t.Logf("tick: trace %s: %s, %s to the recurrence's span %s", c.TraceID(), pub.OperationName, r.RefType, r.SpanID)
 			return
 		}
 	}
