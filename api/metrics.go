@@ -80,6 +80,8 @@ func (s *Server) observe(mux *http.ServeMux) http.Handler {
 		sw := &statusWriter{ResponseWriter: w}
 		h, pattern := mux.Handler(r)
 		route := pattern
+		r, span := s.startSpan(r, route)
+		defer func() { endSpan(span, sw.status) }()
 		if pattern == "" {
 			route = "unmatched"
 			d := &discard{header: http.Header{}}

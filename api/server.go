@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -34,6 +36,9 @@ type Options struct {
 	// Metrics are where requests are counted; nil counts nowhere.
 	Metrics *Metrics
 	Log     *slog.Logger
+	// Tracer starts a server span per request (see trace.go); nil: none,
+	// though a request's traceparent is still stored with what it schedules.
+	Tracer trace.Tracer
 }
 
 // DefaultMaxRequest is Options.MaxRequest's default: 16 MiB.

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/delaybridge/delaybridge/config"
+	"github.com/delaybridge/delaybridge/internal/tracing"
 )
 
 // variables is every DELAYBRIDGE_ variable the daemon reads, taken from the
@@ -145,7 +146,13 @@ func checkVariables(t *testing.T, where string, env map[string]string, extra ...
 	t.Helper()
 	v := knownVariables(t)
 	topics := topicsOf(env)
+	if err := tracing.Check(func(k string) string { return env[k] }); err != nil {
+		t.Errorf("%s: %v", where, err)
+	}
 	for _, name := range keys(env) {
+		if strings.HasPrefix(name, "OTEL_") {
+			continue // OpenTelemetry's own (docs/tracing.md), checked above
+		}
 		if !strings.HasPrefix(name, config.Prefix+"_") {
 			if !slices.Contains(extra, name) {
 				t.Errorf("%s: variable %s is neither a %s_ variable nor one of %v", where, name, config.Prefix, extra)

@@ -67,6 +67,8 @@ type Options struct {
 
 	Metrics *Metrics
 	Log     *slog.Logger
+	// Tracing emits a span per publish (trace.go); zero: none.
+	Tracing Tracing
 
 	// keyspaceRecheck is how often notify-keyspace-events is read again
 	// (default keyspaceRecheck; shorter in tests).

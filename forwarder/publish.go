@@ -24,7 +24,8 @@ type delivery struct {
 	began   time.Time
 	done    <-chan struct{}
 	result  func() error
-	results []error // the sink's answer per message, once awaited
+	results []error       // the sink's answer per message, once awaited
+	spans   *publishSpans // nil unless tracing (trace.go)
 }
 
 // closed is a done channel for answers known at once.
@@ -98,6 +99,7 @@ func (s *scanner) start(ctx context.Context, d *delivery) {
 		d.finish(nil)
 		return
 	}
+	d.spans = s.startSpans(d)
 	if st, ok := s.topic.Sink.(sinks.Starter); ok {
 		d.done, d.result = st.Start(ctx, d.msgs)
 		return

@@ -135,6 +135,7 @@ func (s *scanner) await(ctx context.Context, d *delivery) {
 	}
 	name := s.topic.Name
 	confirmed := time.Now()
+	d.spans.end(d.results, confirmed)
 	s.f.m.Latency.WithLabelValues(name).Observe(confirmed.Sub(d.began).Seconds())
 	lateness := s.f.m.Lateness.WithLabelValues(name)
 	redisNow := confirmed.Add(d.b.skew)
@@ -236,6 +237,7 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 	s.release(ctx, st.releases, st.unsent, st.blocked)
 	s.settleTicks(ctx, finalTicks(group, s.f.opt.MaxAttempts), false, now)
 	outs := s.retry(ctx, st.failures, st.noDestination)
+	s.traceDead(group, st.failures, outs)
 	s.settleTicks(ctx, deadTicks(st.failures, outs), false, now)
 }
 

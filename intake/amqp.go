@@ -80,7 +80,8 @@ func NewAMQP(cfg AMQPConfig, target Target, q *queue.Queue, m *Metrics, log *slo
 	}
 	log = log.With("topic", target.Topic.Name, "queue", cfg.Queue)
 	m.Init(target.Topic.Name)
-	a := &AMQP{cfg: cfg, target: target, sched: &scheduler{q: q, target: target, metrics: m, log: log}, metrics: m, log: log}
+	a := &AMQP{cfg: cfg, target: target, sched: &scheduler{q: q, target: target, metrics: m, log: log,
+		source: source{"rabbitmq", cfg.Queue}}, metrics: m, log: log}
 	a.health.set(errNotConsuming)
 	return a, nil
 }

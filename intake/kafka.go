@@ -86,7 +86,8 @@ func NewKafka(cfg KafkaConfig, target Target, q *queue.Queue, m *Metrics, log *s
 	}
 	log = log.With("topic", target.Topic.Name, "kafka_topic", cfg.Topic, "group", cfg.Group)
 	m.Init(target.Topic.Name)
-	return &Kafka{cfg: cfg, target: target, sched: &scheduler{q: q, target: target, metrics: m, log: log}, metrics: m, log: log}, nil
+	return &Kafka{cfg: cfg, target: target, sched: &scheduler{q: q, target: target, metrics: m, log: log,
+		source: source{"kafka", cfg.Topic}}, metrics: m, log: log}, nil
 }
 
 // Health is nil unless the intake's last read from Kafka failed (kafka-go

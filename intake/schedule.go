@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -20,6 +22,8 @@ type Target struct {
 	// routing key (or Kafka key): the message's original one is then not
 	// kept.
 	OwnRoutingKey bool
+	// Tracer starts a receive span per message (trace.go); nil: none.
+	Tracer trace.Tracer
 }
 
 func (t Target) validate() error {
@@ -51,6 +55,7 @@ type scheduler struct {
 	target  Target
 	metrics *Metrics
 	log     *slog.Logger
+	source  source // for spans
 }
 
 // put writes every item to Redis: a good one to the scheduled set, a bad
@@ -59,6 +64,8 @@ type scheduler struct {
 // broker (or retry it), never drop it.
 func (s *scheduler) put(ctx context.Context, items []item) []error {
 	errs := make([]error, len(items))
+	spans := s.startSpans(items)
+	defer endSpans(spans, items, errs)
 	var good []int
 	for i := range items {
 		s.check(&items[i])

@@ -62,6 +62,9 @@ return out
 // idempotent (the same member or id replaces itself), so retrying the whole
 // batch is safe.
 func (q *Queue) ScheduleBatch(ctx context.Context, t Topic, items []Item) ([]Receipt, error) {
+	if t.envelope() {
+		items = withTraceItems(ctx, items)
+	}
 	puts, errs := t.prepare(items)
 	if err := indexed(errs); err != nil {
 		return nil, fmt.Errorf("schedule batch in %s: %w", t.Name, err)
@@ -87,6 +90,9 @@ func (q *Queue) ScheduleBatch(ctx context.Context, t Topic, items []Item) ([]Rec
 // batch shares one pipeline: a round trip per slot's worth, not per message.
 // Each call wakes its slot once, for the earliest item it wrote.
 func (q *Queue) ScheduleEach(ctx context.Context, t Topic, items []Item) (receipts []Receipt, errs []error) {
+	if t.envelope() {
+		items = withTraceItems(ctx, items)
+	}
 	puts, errs := t.prepare(items)
 	receipts = make([]Receipt, len(items))
 	q.write(ctx, t, puts, receipts, errs)

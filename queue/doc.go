@@ -29,7 +29,8 @@
 // rules), recur.go (recurrences: set, remove, list) and recurtick.go (tick
 // members and the script that settles a tick and writes the next),
 // tickverify.go (a claimed member is a tick only when its recurrence vouches
-// for it) and tickid.go (the tick id form, reserved for ticks). Flow
+// for it) and tickid.go (the tick id form, reserved for ticks); trace.go (a
+// producer's W3C trace context, kept as an envelope's headers). Flow
 // control's state (rate limits, run-time limits, held and environment reports)
 // is package flowstate's, on FlowKeys.
 //

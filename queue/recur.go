@@ -107,7 +107,9 @@ return replaced
 
 // SetRecurrence creates r on t, or replaces the recurrence of the same id
 // (its waiting tick is dropped; the new one's first tick is the first of
-// Spec after now, by Redis's clock). It returns the first tick.
+// Spec after now, by Redis's clock). It returns the first tick. The trace
+// context of ctx is stored with the recurrence's message (see trace.go):
+// a tracing daemon starts a new trace for each tick, linked to it.
 func (q *Queue) SetRecurrence(ctx context.Context, t Topic, r Recurrence) (time.Time, error) {
 	now, err := q.rdb.Time(ctx).Result()
 	if err != nil {
@@ -117,6 +119,7 @@ func (q *Queue) SetRecurrence(ctx context.Context, t Topic, r Recurrence) (time.
 }
 
 func (q *Queue) setRecurrence(ctx context.Context, t Topic, r Recurrence, now time.Time) (time.Time, error) {
+	r.Message = withTrace(ctx, r.Message) // every tick links to it
 	rest, s, err := r.encode()
 	if err != nil {
 		return time.Time{}, fmt.Errorf("set recurrence %q of %s: %w", r.ID, t.Name, err)

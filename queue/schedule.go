@@ -92,6 +92,9 @@ return {score, replaced}
 // Body (the member); on an envelope topic m.ID is required and scheduling an
 // id that exists replaces that message (idempotent producers).
 func (q *Queue) Schedule(ctx context.Context, t Topic, m Message, when When) (Receipt, error) {
+	if t.envelope() {
+		m = withTrace(ctx, m)
+	}
 	member, err := t.Encode(m)
 	if err != nil {
 		return Receipt{}, fmt.Errorf("schedule: %w", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/delaybridge/delaybridge/api"
 	"github.com/delaybridge/delaybridge/config"
@@ -48,6 +49,11 @@ func runAPI(ctx context.Context, args []string, s stdio) int {
 		c.cfg.API.Addr = config.DefaultAPIAddr
 	}
 	log := newLogger(c.cfg, s)
+	tr, code := setupTracing(ctx, s, log)
+	if code != exitOK {
+		return code
+	}
+	defer shutdownTracing(tr, log)
 	reg := newRegistry()
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
@@ -66,7 +72,7 @@ func runAPI(ctx context.Context, args []string, s stdio) int {
 		return c.fail(err)
 	}
 	defer stopHTTP()
-	stop, err := startAPI(ctx, c.cfg, c.q, reg, log)
+	stop, err := startAPI(ctx, c.cfg, c.q, reg, log, tracer(tr.Provider))
 	if err != nil {
 		return c.fail(err)
 	}
@@ -77,12 +83,12 @@ func runAPI(ctx context.Context, args []string, s stdio) int {
 
 // startHTTPAndAPI is startHTTP for the daemon's routes and, when
 // DELAYBRIDGE_API_ADDR is set, startAPI; stop ends both.
-func startHTTPAndAPI(ctx context.Context, cfg config.Config, routes http.Handler, q *queue.Queue, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
+func startHTTPAndAPI(ctx context.Context, cfg config.Config, routes http.Handler, q *queue.Queue, reg prometheus.Registerer, log *slog.Logger, tracer trace.Tracer) (stop func(), err error) {
 	stopHTTP, err := startHTTP(cfg.HTTPAddr, routes, log)
 	if err != nil {
 		return nil, err
 	}
-	stopAPI, err := startAPI(ctx, cfg, q, reg, log)
+	stopAPI, err := startAPI(ctx, cfg, q, reg, log, tracer)
 	if err != nil {
 		stopHTTP()
 		return nil, err
@@ -95,7 +101,7 @@ func startHTTPAndAPI(ctx context.Context, cfg config.Config, routes http.Handler
 
 // startAPI serves the HTTP API on cfg.API.Addr until stop is called; with
 // no address it serves nothing.
-func startAPI(ctx context.Context, cfg config.Config, q *queue.Queue, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
+func startAPI(ctx context.Context, cfg config.Config, q *queue.Queue, reg prometheus.Registerer, log *slog.Logger, tracer trace.Tracer) (stop func(), err error) {
 	if cfg.API.Addr == "" {
 		return func() {}, nil
 	}
@@ -109,7 +115,7 @@ func startAPI(ctx context.Context, cfg config.Config, q *queue.Queue, reg promet
 			"redis": cfg.RedisSink.MaxMessageSize,
 			"kafka": kafka.DefaultMaxMessageSize, // the Kafka sink's, as the daemon builds it
 		},
-		MaxRequest: cfg.API.MaxRequestSize, Metrics: api.NewMetrics(reg), Log: log})
+		MaxRequest: cfg.API.MaxRequestSize, Metrics: api.NewMetrics(reg), Log: log, Tracer: tracer})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/delaybridge/delaybridge/config"
 	"github.com/delaybridge/delaybridge/intake"
@@ -50,7 +51,7 @@ func intakesHealth(intakes []intakeRunner) error {
 }
 
 // buildIntakes creates the intake of every topic that has one.
-func buildIntakes(cfg config.Config, q *queue.Queue, reg prometheus.Registerer, log *slog.Logger) ([]intakeRunner, error) {
+func buildIntakes(cfg config.Config, q *queue.Queue, reg prometheus.Registerer, log *slog.Logger, tracer trace.Tracer) ([]intakeRunner, error) {
 	var out []intakeRunner
 	var metrics *intake.Metrics
 	for _, t := range cfg.Topics {
@@ -60,7 +61,8 @@ func buildIntakes(cfg config.Config, q *queue.Queue, reg prometheus.Registerer, 
 		if metrics == nil {
 			metrics = intake.NewMetrics(reg)
 		}
-		target := intake.Target{Topic: t.Queue(cfg.KeyPrefix), MaxBody: maxBody(cfg, t), OwnRoutingKey: t.IntakeOwnRoutingKey}
+		target := intake.Target{Topic: t.Queue(cfg.KeyPrefix), MaxBody: maxBody(cfg, t), OwnRoutingKey: t.IntakeOwnRoutingKey,
+			Tracer: tracer}
 		r, err := newIntake(cfg, t, target, q, metrics, log)
 		if err != nil {
 			return nil, fmt.Errorf("intake of topic %s: %w", t.Name, err)

@@ -59,7 +59,7 @@ func TestDaemonTakesInXDelayMessagesFromRabbitMQ(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	go func() { done <- serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -18,6 +18,9 @@ var notConfigured = map[string]bool{
 	// Flow is per topic: the DELAYBRIDGE_TOPIC_<NAME>_RATE_LIMIT, _HOLD_QUEUE
 	// and _HOLD_ABOVE of each configured topic (flowOf).
 	"Flow": true,
+	// Tracing comes from the standard OTEL_* variables (internal/tracing,
+	// forwarderTracing), not from config.
+	"Tracing": true,
 }
 
 // sharedFields are the forwarder options that config.Config holds under the

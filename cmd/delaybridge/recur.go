@@ -95,7 +95,7 @@ func runRecurSet(ctx context.Context, args []string, s stdio) int {
 	}
 	r := queue.Recurrence{ID: pos[1], Spec: pos[2], Zone: *tz,
 		Message: queue.Message{Body: body, Headers: headers, RoutingKey: *routingKey}}
-	first, err := c.q.SetRecurrence(ctx, t, r)
+	first, err := c.q.SetRecurrence(envTraceContext(ctx), t, r)
 	if err != nil {
 		return c.fail(err)
 	}

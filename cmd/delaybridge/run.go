@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/delaybridge/delaybridge/config"
 	"github.com/delaybridge/delaybridge/forwarder"
@@ -42,7 +43,12 @@ func runDaemon(ctx context.Context, args []string, s stdio) int {
 	redis.SetLogger(redisLogger{log}) // the library's global: see logging.go
 	stopProcs := adaptProcs(ctx, log)
 	defer stopProcs()
-	if err := serve(ctx, cfg, log); err != nil {
+	tr, code := setupTracing(ctx, s, log)
+	if code != exitOK {
+		return code
+	}
+	defer shutdownTracing(tr, log) // after serve: its last spans too
+	if err := serve(ctx, cfg, log, tr.Provider); err != nil {
 		log.Error("delaybridge stopped", "err", err)
 		if errors.Is(err, queue.ErrLayoutMismatch) {
 			return exitConfig // the topic settings disagree with live replicas'
@@ -75,7 +81,8 @@ func flatten(err error) []error {
 }
 
 // serve runs the daemon until ctx ends.
-func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+// tp is the tracer provider, nil when tracing is off.
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger, tp trace.TracerProvider) error {
 	log.Info("delaybridge starting", "version", version, "commit", commit, "built", date, "replica", cfg.ReplicaID, "config", cfg.Redacted())
 	for _, name := range cfg.Unused(os.Environ()) {
 		log.Warn("variable is not used by this configuration (misspelt, or its topic is not in DELAYBRIDGE_TOPICS?)", "var", name, "did_you_mean", cfg.Suggest(name))
@@ -95,12 +102,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	reg := newRegistry()
 	metrics := forwarder.NewMetrics(reg)
 
-	fw, err := forwarder.New(forwarderOptions(cfg, queue.New(rdb), topics, metrics, log))
+	opt := forwarderOptions(cfg, queue.New(rdb), topics, metrics, log)
+	opt.Tracing = forwarderTracing(cfg, tp)
+	fw, err := forwarder.New(opt)
 	if err != nil {
 		return err
 	}
 
-	intakes, err := buildIntakes(cfg, queue.New(rdb), reg, log)
+	intakes, err := buildIntakes(cfg, queue.New(rdb), reg, log, tracer(tp))
 	if err != nil {
 		return err
 	}
@@ -109,7 +118,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 
 	mem := newMemoryWatch(queue.New(rdb), metrics, log)
 	defer runUntilStopped(ctx, mem.run)() // starts it now, stops it on return
-	stopHTTP, err := startHTTPAndAPI(ctx, cfg, routes(reg, rdb, topics, dests, intakes, mem), queue.New(rdb), reg, log)
+	stopHTTP, err := startHTTPAndAPI(ctx, cfg, routes(reg, rdb, topics, dests, intakes, mem), queue.New(rdb), reg, log, tracer(tp))
 	if err != nil {
 		return err
 	}

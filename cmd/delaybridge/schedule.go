@@ -79,7 +79,7 @@ func runSchedule(ctx context.Context, args []string, s stdio) int {
 	if t.Format == queue.FormatEnvelope && msg.ID == "" {
 		msg.ID = randomID()
 	}
-	r, err := c.q.Schedule(ctx, t, msg, when)
+	r, err := c.q.Schedule(envTraceContext(ctx), t, msg, when)
 	if err != nil {
 		return c.fail(err)
 	}

@@ -36,6 +36,7 @@ var ranks = []struct {
 	{"internal/rawio", 0},
 	{"internal/procs", 0},
 	{"internal/logrepeat", 0},
+	{"internal/tracing", 0},
 	// The data model and the sink contract.
 	{"queue", 1},
 	{"sinks", 1},

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+// A traced script's `delaybridge schedule` stores the TRACEPARENT it runs
+// under, so the message's trace starts at the script's span.
+func TestScheduleCommandStoresTheTraceparentOfItsEnvironment(t *testing.T) {
+	e := newCLIEnv(t)
+	t.Cleanup(func() { otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator()) })
+	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	t.Setenv("TRACEPARENT", tp)
+	t.Setenv("TRACESTATE", "a=b")
+	e.mustRun("", "schedule", "orders", "--in", "30m", "--id", "traced", "x")
+	info, err := e.q.Get(e.ctx, e.orders, "traced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := info.Message.Headers; h[queue.HeaderTraceParent] != tp || h[queue.HeaderTraceState] != "a=b" {
+		t.Errorf("stored headers %v, want the environment's trace context", h)
+	}
+}
+
+func TestTracingVariablesThatCannotWorkExitTwo(t *testing.T) {
+	t.Setenv("OTEL_TRACES_EXPORTER", "zipkin")
+	t.Cleanup(func() { otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator()) })
+	var errOut strings.Builder
+	s := stdio{in: strings.NewReader(""), out: io.Discard, err: &errOut}
+	if _, code := setupTracing(t.Context(), s, slog.New(slog.DiscardHandler)); code != exitConfig {
+		t.Errorf("exit %d, want %d", code, exitConfig)
+	}
+	if got := errOut.String(); !strings.Contains(got, "OTEL_TRACES_EXPORTER") {
+		t.Errorf("stderr %q does not name the variable", got)
+	}
+}

@@ -1,0 +1,161 @@
+package forwarder
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+// Tracing makes the forwarder emit a publish span per delivered message.
+// The zero Tracing emits none and costs nothing on the hot path.
+type Tracing struct {
+	// Tracer starts the spans; nil: no spans.
+	Tracer trace.Tracer
+	// Destinations says, by topic name, where a topic's messages go: the
+	// messaging.system and messaging.destination.name of its spans.
+	Destinations map[string]Destination
+}
+
+// Destination is where a topic publishes, in the messaging semantic
+// conventions' words.
+type Destination struct {
+	// System is messaging.system: "rabbitmq", "kafka" or "redis".
+	System string
+	// Name is messaging.destination.name: the exchange, Kafka topic or
+	// stream key.
+	Name string
+}
+
+// Attributes of the publish span beyond the messaging conventions.
+const (
+	AttrTopic     = "delaybridge.topic"
+	AttrSlot      = "delaybridge.slot"
+	AttrAttempt   = "delaybridge.attempt"
+	AttrDue       = "delaybridge.due"         // RFC 3339, the time the producer asked for
+	AttrLateness  = "delaybridge.lateness_ms" // publish start - due, on Redis's clock
+	AttrOutcome   = "delaybridge.outcome"     // why a publish failed (outcome.String)
+	AttrRecurring = "delaybridge.recurrence"  // a tick's recurrence id
+	AttrReason    = "delaybridge.dead_reason" // a dead-lettering's reason
+)
+
+// w3c reads and writes the trace context an envelope carries.
+var w3c = propagation.TraceContext{}
+
+// publishSpans are the spans of one delivery, spans[i] for msgs[i].
+type publishSpans struct {
+	spans []trace.Span
+}
+
+// startSpans starts a producer span per message of d, each a child of the
+// trace context its envelope carries (a recurrence's tick: a new trace
+// linked to the recurrence's context), and writes the span's traceparent
+// into the message's headers in place of the producer's, so the consumer's
+// span is its child. It returns nil, doing nothing, when tracing is off.
+func (s *scanner) startSpans(d *delivery) *publishSpans {
+	tr := s.f.opt.Tracing
+	if tr.Tracer == nil || len(d.msgs) == 0 {
+		return nil
+	}
+	dest := tr.Destinations[s.topic.Name]
+	name := "send " + dest.Name
+	redisNow := d.began.Add(d.b.skew)
+	ps := &publishSpans{spans: make([]trace.Span, len(d.msgs))}
+	for i := range d.msgs {
+		m := &d.msgs[i]
+		parent := w3c.Extract(context.Background(), propagation.MapCarrier(m.Headers))
+		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer), trace.WithTimestamp(d.began)}
+		if rec := m.Headers[queue.HeaderRecurrence]; rec != "" {
+			// A tick starts its own trace: one trace per recurrence would
+			// never end.
+			opts = append(opts, trace.WithNewRoot(), trace.WithAttributes(attribute.String(AttrRecurring, rec)))
+			if sc := trace.SpanContextFromContext(parent); sc.IsValid() {
+				opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+			}
+		}
+		opts = append(opts, trace.WithAttributes(
+			attribute.String("messaging.system", dest.System),
+			attribute.String("messaging.destination.name", dest.Name),
+			attribute.String("messaging.message.id", m.ID),
+			attribute.String("messaging.operation.type", "send"),
+			attribute.String("messaging.operation.name", "publish"),
+			attribute.String(AttrTopic, s.topic.Name),
+			attribute.Int(AttrSlot, s.slot),
+			attribute.Int(AttrAttempt, m.Attempt),
+			attribute.String(AttrDue, m.Due.UTC().Format(time.RFC3339Nano)),
+			attribute.Int64(AttrLateness, redisNow.Sub(m.Due).Milliseconds()),
+		))
+		ctx, span := tr.Tracer.Start(parent, name, opts...)
+		ps.spans[i] = span
+		if m.Headers == nil {
+			m.Headers = make(map[string]string, 2)
+		}
+		delete(m.Headers, queue.HeaderTraceState)
+		w3c.Inject(ctx, propagation.MapCarrier(m.Headers))
+	}
+	return ps
+}
+
+// end ends every span at the broker's answer: an error's span has status
+// error with the reason and the outcome.
+func (ps *publishSpans) end(results []error, answered time.Time) {
+	if ps == nil {
+		return
+	}
+	for i, span := range ps.spans {
+		if i < len(results) && results[i] != nil {
+			span.SetAttributes(attribute.String(AttrOutcome, outcomeOf(results[i]).String()))
+			span.SetStatus(codes.Error, results[i].Error())
+		}
+		span.End(trace.WithTimestamp(answered))
+	}
+}
+
+// traceDead records each dead-lettering among outs (what became of
+// failures) as a span, child of the publish span whose refusal killed the
+// message. Members that never decoded have no span to follow.
+func (s *scanner) traceDead(group []*delivery, failures []queue.Failure, outs []queue.Outcome) {
+	tr := s.f.opt.Tracing.Tracer
+	if tr == nil {
+		return
+	}
+	var spans map[string]trace.SpanContext
+	for i, out := range outs {
+		if out != queue.Dead {
+			continue
+		}
+		if spans == nil {
+			spans = publishedSpans(group)
+		}
+		sc, ok := spans[failures[i].Member]
+		if !ok {
+			continue
+		}
+		ctx := trace.ContextWithSpanContext(context.Background(), sc)
+		_, span := tr.Start(ctx, "dead-letter "+s.topic.Name, trace.WithAttributes(
+			attribute.String(AttrTopic, s.topic.Name),
+			attribute.Int(AttrSlot, s.slot),
+			attribute.String(AttrReason, failures[i].Reason)))
+		span.SetStatus(codes.Error, failures[i].Reason)
+		span.End()
+	}
+}
+
+// publishedSpans maps the members of group to their publish spans.
+func publishedSpans(group []*delivery) map[string]trace.SpanContext {
+	out := map[string]trace.SpanContext{}
+	for _, d := range group {
+		if d.spans == nil {
+			continue
+		}
+		for i, span := range d.spans.spans {
+			out[d.members[i]] = span.SpanContext()
+		}
+	}
+	return out
+}
