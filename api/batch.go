@@ -60,6 +60,9 @@ func (s *Server) scheduleBatch(w http.ResponseWriter, r *http.Request, t queue.T
 	receipts, errs := s.opts.Queue.ScheduleEach(r.Context(), t, items)
 	for k, i := range index {
 		if errs[k] != nil {
+			if queue.Unconfirmed(errs[k]) {
+				w.Header().Set("Retry-After", retryAfter)
+			}
 			ae := classify(errs[k])
 			if ae.status >= 500 {
 				s.opts.Log.Warn("api batch message failed", "route", r.Pattern, "topic", t.Name, "err", errs[k])

@@ -64,6 +64,10 @@ func classify(err error) *apiError {
 		return refuse(http.StatusNotFound, "unknown_topic", err.Error())
 	case errors.Is(err, queue.ErrLayoutMismatch):
 		return refuse(http.StatusConflict, "layout_mismatch", err.Error())
+	case errors.Is(err, queue.ErrNotReplicated):
+		return refuse(http.StatusServiceUnavailable, "not_replicated", err.Error())
+	case errors.Is(err, queue.ErrTooFewReplicas):
+		return refuse(http.StatusServiceUnavailable, "too_few_replicas", err.Error())
 	default:
 		return &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: err.Error()}
 	}
@@ -77,5 +81,12 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.status >= 500 {
 		s.opts.Log.Warn("api request failed", "route", r.Pattern, "status", ae.status, "err", err)
 	}
+	if queue.Unconfirmed(err) {
+		w.Header().Set("Retry-After", retryAfter)
+	}
 	writeError(w, ae.status, ae.code, ae.msg)
 }
+
+// retryAfter is the Retry-After of an acceptance not confirmed (see
+// queue.ErrNotReplicated), in seconds.
+const retryAfter = "1"

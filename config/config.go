@@ -16,8 +16,10 @@ const Prefix = "DELAYBRIDGE"
 // Config is the daemon's validated configuration.
 type Config struct {
 	Redis Redis
-	AMQP  AMQP
-	Kafka Kafka
+	// RedisWait is what an acknowledged schedule waits for.
+	RedisWait RedisWait
+	AMQP      AMQP
+	Kafka     Kafka
 	// RedisSink is where topics with Sink "redis" append.
 	RedisSink RedisSink
 

@@ -85,6 +85,7 @@ func (p *parser) global(e *env) Config {
 		p.fail("KEY_PREFIX", e.KeyPrefix, "must be non-empty, without braces or white space")
 	}
 	c.Redis = p.redis("REDIS_", e.redisVars("REDIS_"))
+	c.RedisWait = p.redisWait(e)
 	c.AMQP = p.amqp(e)
 	c.Kafka = p.kafka(e)
 	c.RedisSink = p.redisSink(e, c.Redis)

@@ -39,9 +39,10 @@ func TestLoadDefaults(t *testing.T) {
 func defaultConfig(t *testing.T) Config {
 	t.Helper()
 	return Config{
-		Redis: Redis{URL: "redis://127.0.0.1:6379/0"},
-		AMQP:  AMQP{URL: "amqp://guest:guest@127.0.0.1:5672/", MaxMessageSize: 128 << 20},
-		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none", SessionTimeout: 10 * time.Second},
+		Redis:     Redis{URL: "redis://127.0.0.1:6379/0"},
+		RedisWait: RedisWait{Timeout: 500 * time.Millisecond},
+		AMQP:      AMQP{URL: "amqp://guest:guest@127.0.0.1:5672/", MaxMessageSize: 128 << 20},
+		Kafka:     Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none", SessionTimeout: 10 * time.Second},
 		// The streams of SINK=redis topics live on the daemon's Redis.
 		RedisSink: RedisSink{Redis: Redis{URL: "redis://127.0.0.1:6379/0"}, MaxMessageSize: 128 << 20},
 
@@ -97,6 +98,9 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			"REDIS_CERT_FILE":             pki.ClientCert,
 			"REDIS_KEY_FILE":              pki.ClientKey,
 			"REDIS_TLS_INSECURE":          "true",
+			"REDIS_WAIT_REPLICAS":         "1",
+			"REDIS_WAIT_TIMEOUT":          "250ms",
+			"REDIS_WAIT_AOF":              "true",
 			"AMQP_URL":                    "amqps://user:amqp-pw@rabbit:5671/vhost",
 			"AMQP_CA_FILE":                pki.CAFile,
 			"AMQP_CERT_FILE":              pki.ClientCert,
@@ -160,6 +164,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			"TOPIC_ORDER_EVENTS_HOLD_ABOVE":  "1000",
 		},
 		want: Config{
+			RedisWait: RedisWait{Replicas: 1, Timeout: 250 * time.Millisecond, AOF: true},
 			Redis: Redis{
 				URL: "rediss://app:redis-url-pw@redis.internal:6380/2", Addrs: []string{"s1:26379", "s2:26379"},
 				SentinelMaster: "mymaster", SentinelUsername: "sentinel-user", SentinelPassword: "sentinel-pw",
@@ -212,9 +217,10 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			"TOPIC_REMINDERS_KAFKA_KEY": "id",
 		},
 		want: Config{
-			Redis: Redis{URL: "redis://:cluster-pw@c1:7000", Addrs: []string{"c1:7000", "c2:7000", "c3:7000"}, Cluster: true},
-			AMQP:  AMQP{MaxMessageSize: 128 << 20},
-			Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none", TLS: TLS{Enabled: true}, SessionTimeout: 10 * time.Second},
+			RedisWait: RedisWait{Timeout: 500 * time.Millisecond},
+			Redis:     Redis{URL: "redis://:cluster-pw@c1:7000", Addrs: []string{"c1:7000", "c2:7000", "c3:7000"}, Cluster: true},
+			AMQP:      AMQP{MaxMessageSize: 128 << 20},
+			Kafka:     Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none", TLS: TLS{Enabled: true}, SessionTimeout: 10 * time.Second},
 			RedisSink: RedisSink{
 				Redis:          Redis{URL: "redis://:cluster-pw@c1:7000", Addrs: []string{"c1:7000", "c2:7000", "c3:7000"}, Cluster: true},
 				MaxMessageSize: 128 << 20,
@@ -245,9 +251,10 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			"TOPIC_REMINDERS_STREAM_MAXLEN": "100000",
 		},
 		want: Config{
-			Redis: Redis{URL: "redis://127.0.0.1:6379/0"},
-			AMQP:  AMQP{URL: "amqp://guest:guest@127.0.0.1:5672/", MaxMessageSize: 128 << 20},
-			Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none", SessionTimeout: 10 * time.Second},
+			RedisWait: RedisWait{Timeout: 500 * time.Millisecond},
+			Redis:     Redis{URL: "redis://127.0.0.1:6379/0"},
+			AMQP:      AMQP{URL: "amqp://guest:guest@127.0.0.1:5672/", MaxMessageSize: 128 << 20},
+			Kafka:     Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none", SessionTimeout: 10 * time.Second},
 			RedisSink: RedisSink{
 				Redis:          Redis{URL: "rediss://app:stream-pw@streams:6380/1", TLS: TLS{Enabled: true}},
 				MaxMessageSize: 1 << 20,
@@ -317,9 +324,10 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			"TOPIC_REMINDERS_ROUTING_KEY":        "reminders.due",
 		},
 		want: Config{
-			Redis: Redis{URL: "redis://127.0.0.1:6379/0"},
-			AMQP:  AMQP{URL: "amqp://guest:guest@127.0.0.1:5672/", MaxMessageSize: 128 << 20},
-			Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none", SessionTimeout: 10 * time.Second},
+			RedisWait: RedisWait{Timeout: 500 * time.Millisecond},
+			Redis:     Redis{URL: "redis://127.0.0.1:6379/0"},
+			AMQP:      AMQP{URL: "amqp://guest:guest@127.0.0.1:5672/", MaxMessageSize: 128 << 20},
+			Kafka:     Kafka{Brokers: []string{"127.0.0.1:9092"}, ClientID: "delaybridge", Compression: "none", SessionTimeout: 10 * time.Second},
 			RedisSink: RedisSink{
 				Redis:          Redis{URL: "redis://127.0.0.1:6379/0"},
 				MaxMessageSize: 128 << 20,

@@ -33,6 +33,7 @@ func (c Config) Redacted() map[string]string {
 func (c Config) values() map[string]string {
 	m := map[string]string{}
 	maps.Copy(m, c.Redis.values("REDIS_"))
+	maps.Copy(m, c.RedisWait.values())
 	maps.Copy(m, c.RedisSink.Redis.values("SINK_REDIS_"))
 	maps.Copy(m, c.brokerValues())
 	maps.Copy(m, c.runValues())

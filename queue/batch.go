@@ -151,29 +151,45 @@ func (q *Queue) write(ctx context.Context, t Topic, puts []put, receipts []Recei
 		fail(err)
 		return
 	}
-	cmds, err := q.evalAll(ctx, scheduleBatchScript, calls)
+	cmds, confirms, err := q.evalAll(ctx, scheduleBatchScript, calls)
 	if err != nil {
 		fail(err)
+		if Unconfirmed(err) {
+			q.unconfirmed(len(puts))
+		}
 		return
 	}
 	for c, cmd := range cmds {
-		res, err := cmd.Slice()
-		if err == nil && len(res) != len(owners[c]) {
-			err = fmt.Errorf("malformed reply of %d elements for %d items", len(res), len(owners[c]))
-		}
-		for k, i := range owners[c] {
-			if err == nil {
-				r := puts[i].receipt
-				if e := r.fillBatch(res[k]); e != nil {
-					errs[i] = e
-					continue
-				}
-				receipts[i] = r
-				continue
-			}
-			errs[i] = fmt.Errorf("schedule in %s: %w", t.Keys(puts[i].receipt.Slot).Scheduled, full(err))
-		}
+		q.readBatch(t, cmd, confirms[c], owners[c], puts, receipts, errs)
 	}
+}
+
+// readBatch reads one call's reply into the receipts and errors of its
+// items; confirm is its WAIT's verdict (nil: confirmed or not asked for).
+func (q *Queue) readBatch(t Topic, cmd *redis.Cmd, confirm error, owner []int, puts []put, receipts []Receipt, errs []error) {
+	res, err := cmd.Slice()
+	if err == nil && len(res) != len(owner) {
+		err = fmt.Errorf("malformed reply of %d elements for %d items", len(res), len(owner))
+	}
+	missed := 0
+	for k, i := range owner {
+		if err != nil {
+			errs[i] = fmt.Errorf("schedule in %s: %w", t.Keys(puts[i].receipt.Slot).Scheduled, full(err))
+			continue
+		}
+		r := puts[i].receipt
+		if e := r.fillBatch(res[k]); e != nil {
+			errs[i] = e
+			continue
+		}
+		if confirm != nil {
+			// Written, not confirmed: the receipt says what was written.
+			errs[i] = fmt.Errorf("schedule in %s: %w", t.Keys(r.Slot).Scheduled, confirm)
+			missed++
+		}
+		receipts[i] = r
+	}
+	q.unconfirmed(missed)
 }
 
 // batchCalls groups the puts that have no error by slot, in order, into
@@ -237,39 +253,4 @@ func count(errs []error) int {
 type scriptCall struct {
 	keys []string
 	args []any
-}
-
-// evalAll runs one script per call through pipelines of EVALSHA, loading the
-// script once if Redis does not know it yet (a pipeline cannot fall back to
-// EVAL per command as Script.Run does). Each command carries its own error.
-func (q *Queue) evalAll(ctx context.Context, s *redis.Script, calls []scriptCall) ([]*redis.Cmd, error) {
-	cmds := make([]*redis.Cmd, len(calls))
-	pending := make([]int, len(calls))
-	for i := range pending {
-		pending[i] = i
-	}
-	for attempt := 0; len(pending) > 0; attempt++ {
-		for start := 0; start < len(pending); start += batchChunk {
-			end := min(start+batchChunk, len(pending))
-			pipe := q.rdb.Pipeline()
-			for _, i := range pending[start:end] {
-				cmds[i] = s.EvalSha(ctx, pipe, calls[i].keys, calls[i].args...)
-			}
-			_, _ = pipe.Exec(ctx) // errors are read per command below
-		}
-		var missing []int
-		for _, i := range pending {
-			if err := cmds[i].Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-				missing = append(missing, i)
-			}
-		}
-		if len(missing) == 0 || attempt > 0 {
-			break
-		}
-		if err := s.Load(ctx, q.rdb).Err(); err != nil {
-			return nil, fmt.Errorf("load script: %w", err)
-		}
-		pending = missing
-	}
-	return cmds, nil
 }

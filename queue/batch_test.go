@@ -106,7 +106,7 @@ func TestScheduleBatchScriptRefusesOnlyTheItemWhoseDueTimeCannotBeHonoured(t *te
 		"ok", "", "in", "1000",
 		"too-far", "", "in", "9007199254740993",
 	}}
-	cmds, err := f.q.evalAll(f.ctx, scheduleBatchScript, []scriptCall{call})
+	cmds, _, err := f.q.evalAll(f.ctx, scheduleBatchScript, []scriptCall{call})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,11 @@
 // members and the script that settles a tick and writes the next),
 // tickverify.go (a claimed member is a tick only when its recurrence vouches
 // for it) and tickid.go (the tick id form, reserved for ticks); trace.go (a
-// producer's W3C trace context, kept as an envelope's headers). Flow
+// producer's W3C trace context, kept as an envelope's headers); durable.go
+// (Durability: what a write must reach before it is acknowledged, the WAIT
+// after it), replicagate.go (how many replicas count, read from INFO
+// replication, so acceptance stops rather than lies) and evalall.go (scripts
+// run in pipelines, one WAIT per pipeline and node). Flow
 // control's state (rate limits, run-time limits, held and environment reports)
 // is package flowstate's, on FlowKeys.
 //

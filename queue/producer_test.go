@@ -129,7 +129,7 @@ func TestEvalAllLoadsAScriptRedisDoesNotKnow(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, FormatRaw, 1)
 	s := redis.NewScript("-- " + redistest.Suffix() + "\nreturn ARGV[1] .. KEYS[1]")
-	cmds, err := f.q.evalAll(f.ctx, s, []scriptCall{{keys: []string{"k1"}, args: []any{"a"}}, {keys: []string{"k2"}, args: []any{"b"}}})
+	cmds, _, err := f.q.evalAll(f.ctx, s, []scriptCall{{keys: []string{"k1"}, args: []any{"a"}}, {keys: []string{"k2"}, args: []any{"b"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

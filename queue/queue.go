@@ -13,11 +13,15 @@ type Queue struct {
 	// checks remembers the topics whose producer settings agreed with the
 	// registry (see checkLayout).
 	checks *layoutChecks
+	// durable is what acceptance waits for (see WithDurability); gate
+	// counts the replicas connected for it.
+	durable Durability
+	gate    *replicaGate
 }
 
 // New returns a Queue over rdb.
 func New(rdb redis.UniversalClient) *Queue {
-	return &Queue{rdb: rdb, checks: &layoutChecks{ok: map[checkKey]time.Time{}}}
+	return &Queue{rdb: rdb, checks: &layoutChecks{ok: map[checkKey]time.Time{}}, gate: &replicaGate{}}
 }
 
 // Client is the underlying Redis client.

@@ -143,8 +143,12 @@ func (q *Queue) setRecurrence(ctx context.Context, t Topic, r Recurrence, now ti
 	channel, prefix := t.wakeArgs(slot)
 	k := t.Keys(slot)
 	at := strconv.FormatInt(first.UnixMilli(), 10)
-	if err := recurSetScript.Run(ctx, q.rdb, slotKeys(k), r.ID, ver, at, rest, channel, prefix).Err(); err != nil {
+	cmd, confirm := q.runConfirmed(ctx, recurSetScript, slotKeys(k), r.ID, ver, at, rest, channel, prefix)
+	if err := cmd.Err(); err != nil {
 		return time.Time{}, fmt.Errorf("set recurrence %q in %s: %w", r.ID, k.Recur, full(err))
+	}
+	if confirm != nil {
+		return time.UnixMilli(first.UnixMilli()), fmt.Errorf("set recurrence %q in %s: %w", r.ID, k.Recur, confirm)
 	}
 	return time.UnixMilli(first.UnixMilli()), nil
 }

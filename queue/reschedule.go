@@ -104,8 +104,9 @@ func (q *Queue) rescheduleIn(ctx context.Context, t Topic, slots []int, member, 
 	for _, slot := range slots {
 		k := t.Keys(slot)
 		channel, prefix := t.wakeArgs(slot)
-		res, err := rescheduleScript.Run(ctx, q.rdb, slotKeys(k),
-			member, id, mode, value, channel, prefix).Slice()
+		cmd, confirm := q.runConfirmed(ctx, rescheduleScript, slotKeys(k),
+			member, id, mode, value, channel, prefix)
+		res, err := cmd.Slice()
 		if err != nil {
 			return 0, nil, fmt.Errorf("reschedule in %s: %w", k.Scheduled, dueErr(err))
 		}
@@ -113,6 +114,9 @@ func (q *Queue) rescheduleIn(ctx context.Context, t Topic, slots []int, member, 
 			return 0, nil, fmt.Errorf("reschedule in %s: malformed reply of %d elements", k.Scheduled, len(res))
 		}
 		if state, _ := res[0].(int64); state != 0 {
+			if confirm != nil {
+				return 0, nil, fmt.Errorf("reschedule in %s: %w", k.Scheduled, confirm)
+			}
 			return slot, res, nil
 		}
 		if first == nil {

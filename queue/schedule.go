@@ -115,11 +115,19 @@ func (q *Queue) ScheduleMember(ctx context.Context, t Topic, member []byte, when
 	if err := q.checkLayout(ctx, t); err != nil {
 		return Receipt{}, fmt.Errorf("schedule: %w", err)
 	}
-	res, err := scheduleScript.Run(ctx, q.rdb, c.keys, c.args...).Slice()
+	cmd, confirm := q.runConfirmed(ctx, scheduleScript, c.keys, c.args...)
+	res, err := cmd.Slice()
 	if err != nil {
 		return Receipt{}, fmt.Errorf("schedule in %s: %w", t.Keys(r.Slot).Scheduled, dueErr(err))
 	}
-	return r, r.fill(res)
+	if err := r.fill(res); err != nil {
+		return Receipt{}, err
+	}
+	if confirm != nil {
+		// Written, not confirmed: the receipt says what was written.
+		return r, fmt.Errorf("schedule in %s: %w", t.Keys(r.Slot).Scheduled, confirm)
+	}
+	return r, nil
 }
 
 // scheduleCall validates a member and builds its schedule script call.

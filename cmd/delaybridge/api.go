@@ -65,6 +65,10 @@ func runAPI(ctx context.Context, args []string, s stdio) int {
 			http.Error(w, "redis: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
+		if err := acceptanceErr(rctx, c.q); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		fmt.Fprintln(w, "ready")
 	})
 	stopHTTP, err := startHTTP(c.cfg.HTTPAddr, mux, log)
@@ -109,7 +113,7 @@ func startAPI(ctx context.Context, cfg config.Config, q *queue.Queue, reg promet
 	for i, t := range cfg.API.Tokens {
 		tokens[i] = api.Token{Secret: t.Token, Topics: t.Topics}
 	}
-	srv, err := api.New(api.Options{Queue: q, Prefix: cfg.KeyPrefix, Tokens: tokens, Insecure: cfg.API.Insecure,
+	srv, err := api.New(api.Options{Queue: durableQueue(q, cfg, reg, "api"), Prefix: cfg.KeyPrefix, Tokens: tokens, Insecure: cfg.API.Insecure,
 		MaxBody: map[string]int{
 			"amqp":  int(cfg.AMQP.MaxMessageSize),
 			"redis": cfg.RedisSink.MaxMessageSize,

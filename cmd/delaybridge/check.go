@@ -67,7 +67,8 @@ func runCheck(ctx context.Context, args []string, s stdio) int {
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	lines := []checkLine{checkRedis(ctx, cfg)}
+	durable, durableWarnings := checkDurability(ctx, cfg)
+	lines := []checkLine{checkRedis(ctx, cfg), durable}
 	quiet := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelError}))
 	for _, t := range cfg.Topics {
 		l := checkLine{Name: "topic " + t.Name, Sink: t.Sink, OK: true}
@@ -88,7 +89,7 @@ func runCheck(ctx context.Context, args []string, s stdio) int {
 	for _, l := range lines {
 		failed = failed || !l.OK
 	}
-	warnings := unusedWarnings(cfg)
+	warnings := append(unusedWarnings(cfg), durableWarnings...)
 	if *asJSON {
 		_ = writeJSON(s.out, map[string]any{"ok": !failed, "configuration": "ok", "topics": len(cfg.Topics), "checks": lines, "warnings": warnings})
 	} else {

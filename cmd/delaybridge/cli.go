@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -54,7 +55,15 @@ func openCLI(name string, s stdio) (*cli, int) {
 		fmt.Fprintf(s.err, "delaybridge %s: redis: %v\n", name, err)
 		return nil, exitConfig
 	}
-	q := queue.New(rdb)
+	// Acceptance (schedule, recur set, reschedule) waits as the daemon's does.
+	q := queue.New(rdb).WithDurability(cfg.RedisWait.Durability())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := q.CheckDurability(ctx); err != nil {
+		fmt.Fprintf(s.err, "delaybridge %s: bad configuration:\n  %s_REDIS_WAIT_AOF=true: %v\n", name, config.Prefix, err)
+		rdb.Close()
+		return nil, exitConfig
+	}
 	return &cli{name: name, s: s, cfg: cfg, rdb: rdb, q: q, flow: flowstate.New(q)}, exitOK
 }
 
@@ -130,6 +139,10 @@ func (c *cli) fail(err error) int {
 	if errors.Is(err, queue.ErrRedisFull) {
 		fmt.Fprintf(c.s.err, "delaybridge %s: Redis is full, nothing was written: raise its maxmemory or free memory; "+
 			"the daemon still delivers the backlog, which frees room (docs/operations.md, \"Redis is full\")\n", c.name)
+	}
+	if queue.Unconfirmed(err) {
+		fmt.Fprintf(c.s.err, "delaybridge %s: not acknowledged: fewer replicas than %s_REDIS_WAIT_REPLICAS confirmed it; "+
+			"repeat the same command (with the same id) when they are back: it is safe (docs/operations.md, \"Durable acceptance\")\n", c.name, config.Prefix)
 	}
 	return exitFail
 }

@@ -21,7 +21,7 @@ func TestHTTPServesOnlyMetricsAndProbes(t *testing.T) {
 	rdb := redistest.Connect(t)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "delaybridge_routes_test_total", Help: "a metric to find"}))
-	srv := httptest.NewServer(routes(reg, rdb, nil, nil, nil, nil))
+	srv := httptest.NewServer(routes(reg, rdb, nil, nil, nil, nil, nil))
 	defer srv.Close()
 
 	for _, tc := range []struct {

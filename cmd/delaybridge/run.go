@@ -92,6 +92,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, tp trace.Tr
 		return fmt.Errorf("redis client: %w", err)
 	}
 	defer rdb.Close()
+	accept := queue.New(rdb).WithDurability(cfg.RedisWait.Durability())
+	if err := accept.CheckDurability(ctx); err != nil {
+		return fmt.Errorf("%s_REDIS_WAIT_AOF: %w", config.Prefix, err)
+	}
 
 	topics, closeSinks, err := buildSinks(cfg, log)
 	if err != nil {
@@ -109,7 +113,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, tp trace.Tr
 		return err
 	}
 
-	intakes, err := buildIntakes(cfg, queue.New(rdb), reg, log, tracer(tp))
+	intakes, err := buildIntakes(cfg, durableQueue(queue.New(rdb), cfg, reg, "intake"), reg, log, tracer(tp))
 	if err != nil {
 		return err
 	}
@@ -118,7 +122,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, tp trace.Tr
 
 	mem := newMemoryWatch(queue.New(rdb), metrics, log)
 	defer runUntilStopped(ctx, mem.run)() // starts it now, stops it on return
-	stopHTTP, err := startHTTPAndAPI(ctx, cfg, routes(reg, rdb, topics, dests, intakes, mem), queue.New(rdb), reg, log, tracer(tp))
+	stopHTTP, err := startHTTPAndAPI(ctx, cfg, routes(reg, rdb, topics, dests, intakes, mem, accept), queue.New(rdb), reg, log, tracer(tp))
 	if err != nil {
 		return err
 	}
@@ -215,8 +219,9 @@ func newRegistry() *prometheus.Registry {
 
 // routes serves only metrics and probes. dests and mem (nil: none) are the
 // destination and Redis memory watches whose last results /readyz reports,
-// as it reports the intakes' health.
-func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwarder.Topic, dests *destinationWatch, intakes []intakeRunner, mem *memoryWatch) http.Handler {
+// as it reports the intakes' health, and accept (nil: none) the queue whose
+// acceptance stops while too few replicas are connected.
+func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwarder.Topic, dests *destinationWatch, intakes []intakeRunner, mem *memoryWatch, accept *queue.Queue) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -227,7 +232,7 @@ func routes(reg *prometheus.Registry, rdb redis.UniversalClient, topics []forwar
 		defer cancel()
 		// Every failing dependency, not the first: a Redis outage must not
 		// hide refused broker credentials, which need another fix.
-		err := errors.Join(ready(ctx, rdb, topics), mem.err(), dests.err(), intakesHealth(intakes))
+		err := errors.Join(ready(ctx, rdb, topics), mem.err(), dests.err(), intakesHealth(intakes), acceptanceErr(ctx, accept))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return

@@ -81,6 +81,9 @@ func runSchedule(ctx context.Context, args []string, s stdio) int {
 	}
 	r, err := c.q.Schedule(envTraceContext(ctx), t, msg, when)
 	if err != nil {
+		if queue.Unconfirmed(err) && t.Format == queue.FormatEnvelope {
+			fmt.Fprintf(s.err, "delaybridge schedule: the message's id is %s: repeat with --id %s\n", msg.ID, msg.ID)
+		}
 		return c.fail(err)
 	}
 	if err := printReceipt(s, r, *asJSON); err != nil {

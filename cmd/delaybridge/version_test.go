@@ -71,7 +71,7 @@ func TestVersionRefusesArguments(t *testing.T) {
 // carries delaybridge_build_info with the stamped labels, value 1.
 func TestVersionBuildInfoMetric(t *testing.T) {
 	stamp(t, "v0.1.0", "0123456789ab", "2026-11-23T20:00:00Z")
-	srv := httptest.NewServer(routes(newRegistry(), nil, nil, nil, nil, nil))
+	srv := httptest.NewServer(routes(newRegistry(), nil, nil, nil, nil, nil, nil))
 	defer srv.Close()
 	res, err := srv.Client().Get(srv.URL + "/metrics")
 	if err != nil {
