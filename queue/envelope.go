@@ -103,6 +103,9 @@ func EncodeEnvelope(m Message) ([]byte, error) {
 	if err := checkEnvelope(m.ID, m.Headers, m.RoutingKey); err != nil {
 		return nil, err
 	}
+	if err := checkHeaderBytes(m.Headers, m.Properties); err != nil {
+		return nil, err
+	}
 	out := envelopeOut{ID: m.ID}
 	out.Headers, out.HeadersB64 = splitHeaders(m.Headers)
 	out.RoutingKey, out.KeyB64 = splitKey(m.RoutingKey, m.EmptyKey)

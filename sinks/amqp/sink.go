@@ -71,6 +71,10 @@ type Sink struct {
 	blocked   string        // the broker's reason while it blocks publishing
 	blockedAt time.Time     // when the block began
 	closed    bool
+
+	// skipFrameCheck publishes a message whose headers exceed the frame
+	// (tests: to see how the broker's close over it is blamed).
+	skipFrameCheck bool
 }
 
 var (
