@@ -191,6 +191,13 @@ func (l Limits) String() string {
 	return strings.Join(parts, ", ")
 }
 
+// MinRate is the lowest rate limit accepted, in deliveries per second (one
+// every 1,000 s, about 17 minutes). A lower one stops a topic in all but
+// name, and its waits leave the range the limiter computes in: at 1e-11 a
+// wait overflowed into a 1 ms loop, at 1e-9 a slot slept for 31 years. Use
+// a pause to stop a topic.
+const MinRate = 0.001
+
 // ParseOverride reads a change of limits as delaybridge limit and the
 // console take it: rate, deliveries per second (a positive decimal, or
 // "none" to lift it), and holdAbove, ready messages (a whole number, or
@@ -201,8 +208,8 @@ func ParseOverride(rate, holdAbove string) (Override, error) {
 		r := 0.0
 		if rate != "none" {
 			v, err := strconv.ParseFloat(rate, 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 || v > 10_000_000 {
-				return o, fmt.Errorf(`rate %q: want a positive decimal (e.g. 300 or 0.5), at most 10000000, or "none"`, rate)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < MinRate || v > 10_000_000 {
+				return o, fmt.Errorf(`rate %q: want a positive decimal (e.g. 300 or 0.5), at least %g (pause a topic to stop it), at most 10000000, or "none"`, rate, MinRate)
 			}
 			r = v
 		}
