@@ -36,7 +36,7 @@ func (s *Server) topicRoute(h topicHandler) http.Handler {
 		}
 		if !ok {
 			writeError(w, http.StatusNotFound, "unknown_topic",
-				fmt.Sprintf("topic %q is not registered: a daemon forwarding it registers it in %s", name, queue.TopicsKey(s.opts.Prefix)))
+				fmt.Sprintf("topic %q is not registered: a daemon forwarding it registers it", name))
 			return
 		}
 		t := l.Topic(s.opts.Prefix)
@@ -75,7 +75,7 @@ func (s *Server) jsonBody(w http.ResponseWriter, r *http.Request, types ...strin
 		return nil, refuse(http.StatusUnsupportedMediaType, "unsupported_media_type",
 			fmt.Sprintf("Content-Type must be %s, not %q", strings.Join(types, " or "), ct))
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.opts.MaxRequest))
+	dec := json.NewDecoder(&utf8Reader{r: http.MaxBytesReader(w, r.Body, s.opts.MaxRequest)})
 	dec.DisallowUnknownFields()
 	return dec, nil
 }
@@ -94,6 +94,8 @@ func decodeErr(err error) *apiError {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, errInvalidUTF8):
+		return refuse(http.StatusBadRequest, "invalid_utf8", errInvalidUTF8.Error())
 	case errors.As(err, &tooBig):
 		return refuse(http.StatusRequestEntityTooLarge, "request_too_large",
 			fmt.Sprintf("the request body is over %d bytes (DELAYBRIDGE_API_MAX_REQUEST_SIZE)", tooBig.Limit))
