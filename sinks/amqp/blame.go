@@ -105,7 +105,9 @@ var exchangeInReply = regexp.MustCompile(`exchange '([^']*)'`)
 // the connection ends in the dead set instead of stalling its slot; the
 // others go back without one.
 func blameFor(closeErr *amqp091.Error, connClosed bool, largest int) func(*pending) error {
-	if closeErr != nil && connClosed && frameFault(closeErr.Code) {
+	// The library reports its own I/O failures (EOF, a reset) as 501 too:
+	// only the broker's close (Server) speaks of a frame it refused.
+	if closeErr != nil && connClosed && closeErr.Server && frameFault(closeErr.Code) {
 		answer := fmt.Errorf("broker closed the connection over the message's frame (headers too large?): %w", closeErr)
 		others := sinks.NotConnected(fmt.Errorf("connection lost before confirm: %w", closeErr))
 		return func(p *pending) error {
