@@ -1,7 +1,6 @@
 package api
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/delaybridge/delaybridge/queue"
@@ -31,18 +30,19 @@ type batchOut struct {
 // pipeline: see queue.ScheduleEach), each invalid one answers its own
 // error, in order. A request that is not a valid batch writes nothing.
 func (s *Server) scheduleBatch(w http.ResponseWriter, r *http.Request, t queue.Topic, l queue.Layout) {
+	release, ok := s.batchSlot(w)
+	if !ok {
+		return
+	}
+	defer release()
 	var in batchIn
-	if ae := s.decode(w, r, &in); ae != nil {
+	var ae *apiError
+	if in.Messages, ae = s.readBatch(w, r); ae != nil {
 		writeError(w, ae.status, ae.code, ae.msg)
 		return
 	}
-	switch n := len(in.Messages); {
-	case n == 0:
+	if len(in.Messages) == 0 {
 		writeError(w, http.StatusBadRequest, "empty_batch", `the batch has no message: {"messages": [...]}`)
-		return
-	case n > MaxBatch:
-		writeError(w, http.StatusRequestEntityTooLarge, "batch_too_large",
-			fmt.Sprintf("the batch has %d messages, more than %d", n, MaxBatch))
 		return
 	}
 	out := batchOut{Results: make([]batchResult, len(in.Messages))}

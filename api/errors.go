@@ -55,9 +55,10 @@ func classify(err error) *apiError {
 	case errors.Is(err, queue.ErrBadDueTime):
 		return refuse(http.StatusUnprocessableEntity, "bad_due_time", err.Error())
 	case errors.Is(err, queue.ErrNotFound):
-		return refuse(http.StatusNotFound, "not_found", err.Error())
+		// The queue's words name its keys: say it without them.
+		return refuse(http.StatusNotFound, "not_found", "no message with this id is scheduled (never, or cancelled, delivered or dead)")
 	case errors.Is(err, queue.ErrInFlight):
-		return refuse(http.StatusConflict, "in_flight", err.Error()+": it is being delivered and can no longer be changed")
+		return refuse(http.StatusConflict, "in_flight", "the message is being delivered and can no longer be changed")
 	case errors.Is(err, queue.ErrTick):
 		return refuse(http.StatusConflict, "recurrence_tick", err.Error())
 	case errors.Is(err, queue.ErrUnknownTopic):
@@ -69,7 +70,10 @@ func classify(err error) *apiError {
 	case errors.Is(err, queue.ErrTooFewReplicas):
 		return refuse(http.StatusServiceUnavailable, "too_few_replicas", err.Error())
 	default:
-		return &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: err.Error()}
+		// Redis's own words and the keys they name are the operator's
+		// business, not the client's: fail logs them.
+		return &apiError{status: http.StatusServiceUnavailable, code: "unavailable",
+			msg: "the queue cannot be reached or did not answer: retry later"}
 	}
 }
 

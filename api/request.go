@@ -36,7 +36,7 @@ func (s *Server) topicRoute(h topicHandler) http.Handler {
 		}
 		if !ok {
 			writeError(w, http.StatusNotFound, "unknown_topic",
-				fmt.Sprintf("topic %q is not registered: a daemon forwarding it registers it in %s", name, queue.TopicsKey(s.opts.Prefix)))
+				fmt.Sprintf("topic %q is not registered: a daemon forwarding it registers it", name))
 			return
 		}
 		t := l.Topic(s.opts.Prefix)
@@ -52,27 +52,50 @@ func (s *Server) topicRoute(h topicHandler) http.Handler {
 // (415), the body within MaxRequest (413), one JSON value whose every field
 // v knows (400).
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, types ...string) *apiError {
+	dec, ae := s.jsonBody(w, r, types...)
+	if ae != nil {
+		return ae
+	}
+	err := dec.Decode(v)
+	if err == nil {
+		err = endOfBody(dec)
+	}
+	return decodeErr(err)
+}
+
+// jsonBody checks the content type (415) and returns a strict decoder of
+// the body, bounded by MaxRequest.
+func (s *Server) jsonBody(w http.ResponseWriter, r *http.Request, types ...string) (*json.Decoder, *apiError) {
 	ct := r.Header.Get("Content-Type")
 	mt, _, err := mime.ParseMediaType(ct)
 	if types == nil {
 		types = []string{"application/json"}
 	}
 	if err != nil || !contains(types, mt) {
-		return refuse(http.StatusUnsupportedMediaType, "unsupported_media_type",
+		return nil, refuse(http.StatusUnsupportedMediaType, "unsupported_media_type",
 			fmt.Sprintf("Content-Type must be %s, not %q", strings.Join(types, " or "), ct))
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.opts.MaxRequest))
+	dec := json.NewDecoder(&utf8Reader{r: http.MaxBytesReader(w, r.Body, s.opts.MaxRequest)})
 	dec.DisallowUnknownFields()
-	err = dec.Decode(v)
-	if err == nil {
-		if _, extra := dec.Token(); extra != io.EOF {
-			err = errors.New("more than one JSON value")
-		}
+	return dec, nil
+}
+
+// endOfBody fails unless the decoder has nothing left but white space.
+func endOfBody(dec *json.Decoder) error {
+	if _, extra := dec.Token(); extra != io.EOF {
+		return errors.New("more than one JSON value")
 	}
+	return nil
+}
+
+// decodeErr maps an error of reading a JSON body to its refusal (nil: none).
+func decodeErr(err error) *apiError {
 	var tooBig *http.MaxBytesError
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, errInvalidUTF8):
+		return refuse(http.StatusBadRequest, "invalid_utf8", errInvalidUTF8.Error())
 	case errors.As(err, &tooBig):
 		return refuse(http.StatusRequestEntityTooLarge, "request_too_large",
 			fmt.Sprintf("the request body is over %d bytes (DELAYBRIDGE_API_MAX_REQUEST_SIZE)", tooBig.Limit))

@@ -68,6 +68,7 @@ type Server struct {
 	limits  limits
 	auth    *authenticator
 	handler http.Handler
+	batches chan struct{} // one per batch request being served
 }
 
 // New builds a Server. Without tokens it refuses to build unless Insecure
@@ -88,7 +89,8 @@ func New(opts Options) (*Server, error) {
 	if opts.Prefix == "" {
 		opts.Prefix = queue.DefaultPrefix
 	}
-	s := &Server{opts: opts, limits: defaultLimits(), auth: newAuthenticator(opts.Tokens, opts.Insecure)}
+	s := &Server{opts: opts, limits: defaultLimits(), auth: newAuthenticator(opts.Tokens, opts.Insecure),
+		batches: make(chan struct{}, maxBatchRequests)}
 	s.handler = s.routes()
 	return s, nil
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // API is the HTTP API's settings (DELAYBRIDGE_API_*).
@@ -93,10 +95,18 @@ func (p *parser) apiTokens(s string) []APIToken {
 		seen[tok] = true
 		t := APIToken{Token: tok}
 		if limited {
+			bad := false
 			for _, name := range strings.Split(topics, "+") {
 				if name = strings.TrimSpace(name); name != "" {
 					t.Topics = append(t.Topics, name)
+					// A token holding ':' is cut there: what follows
+					// is rarely a topic name.
+					bad = bad || queue.CheckTopicName(name) != nil
 				}
+			}
+			if bad {
+				p.fail("API_TOKENS", s, where+" names a topic that cannot exist after ':' (a token may not contain ':'; token:orders+reminders scopes it)")
+				continue
 			}
 			if len(t.Topics) == 0 {
 				p.fail("API_TOKENS", s, where+" has ':' but no topic after it (token:orders+reminders)")

@@ -33,6 +33,9 @@ type Console struct {
 
 func (p *parser) console(e *env) Console {
 	c := Console{Addr: e.ConsoleAddr, Token: e.ConsoleToken}
+	if c.Token != "" && len(c.Token) < MinAPITokenLen {
+		p.fail("CONSOLE_TOKEN", c.Token, fmt.Sprintf("is shorter than %d characters: a short token can be guessed (the API's tokens have the same minimum)", MinAPITokenLen))
+	}
 	if _, port, err := net.SplitHostPort(e.ConsoleAddr); err != nil {
 		p.fail("CONSOLE_ADDR", e.ConsoleAddr, "must be host:port or :port (port 0 picks a free port)")
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {

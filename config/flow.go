@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/delaybridge/delaybridge/flowstate"
 )
 
 // maxRateLimit bounds RATE_LIMIT: far above what one topic can deliver, low
@@ -16,8 +18,8 @@ const maxRateLimit = 10_000_000
 func (p *parser) flow(t *Topic, te *topicEnv, pre string) {
 	if s := strings.TrimSpace(te.RateLimit); s != "" {
 		r, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(r) || r <= 0 || r > maxRateLimit {
-			p.fail(pre+"RATE_LIMIT", te.RateLimit, "must be a positive decimal number of deliveries per second (e.g. 300 or 0.5), at most 10000000; unset for no limit")
+		if err != nil || math.IsNaN(r) || r < flowstate.MinRate || r > maxRateLimit {
+			p.fail(pre+"RATE_LIMIT", te.RateLimit, "must be a positive decimal number of deliveries per second (e.g. 300 or 0.5), at least 0.001 (one every 1000 s; pause a topic to stop it) and at most 10000000; unset for no limit")
 		} else {
 			t.RateLimit = r
 		}

@@ -129,7 +129,7 @@ func TestSecretFileProblemsNameTheFileVariable(t *testing.T) {
 }
 
 func TestRedactedNeverShowsSecrets(t *testing.T) {
-	secrets := []string{"redis-url-pw", "redis-pw", "sentinel-pw", "amqp-url-pw", "sasl-pw", "console-tok"}
+	secrets := []string{"redis-url-pw", "redis-pw", "sentinel-pw", "amqp-url-pw", "sasl-pw", "console-tok-0123456"}
 	setEnv(t, map[string]string{
 		"TOPICS":                  "orders,order-events",
 		"REDIS_URL":               "redis://app:redis-url-pw@redis:6379/0",
@@ -142,7 +142,7 @@ func TestRedactedNeverShowsSecrets(t *testing.T) {
 		"KAFKA_SASL_MECHANISM":    "plain",
 		"KAFKA_SASL_USERNAME":     "app",
 		"KAFKA_SASL_PASSWORD":     "sasl-pw",
-		"CONSOLE_TOKEN":           "console-tok",
+		"CONSOLE_TOKEN":           "console-tok-0123456",
 	})
 	c, err := Load()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -139,14 +140,8 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) bool {
 		s.fail(w, r, http.StatusForbidden, "Cross-site request refused.")
 		return false
 	}
-	if h := r.Header.Get("Authorization"); h != "" {
-		tok, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok || !s.tokenOK(tok) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="delaybridge console"`)
-			s.fail(w, r, http.StatusUnauthorized, "Wrong token.")
-			return false
-		}
-		return true
+	if r.Header.Get("Authorization") != "" {
+		return s.bearer(w, r, "Wrong token.")
 	}
 	sid, ok := s.session(r)
 	if !ok {
@@ -171,18 +166,39 @@ func (s *Server) reader(page http.HandlerFunc) http.Handler {
 				s.fail(w, r, http.StatusForbidden, "Message bodies are hidden: DELAYBRIDGE_CONSOLE_READ_REQUIRES_TOKEN is set and no DELAYBRIDGE_CONSOLE_TOKEN is.")
 				return
 			}
-			if _, ok := s.session(r); !ok && !s.bearerOK(r) {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="delaybridge console"`)
-				s.fail(w, r, http.StatusUnauthorized, "Log in with the console token to read messages.")
-				return
+			const refused = "Log in with the console token to read messages."
+			if _, ok := s.session(r); !ok {
+				if r.Header.Get("Authorization") == "" {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="delaybridge console"`)
+					s.fail(w, r, http.StatusUnauthorized, refused)
+					return
+				}
+				if !s.bearer(w, r, refused) {
+					return
+				}
 			}
 		}
 		page(w, r)
 	})
 }
 
-// bearerOK reports whether r carries the console token as a bearer token.
-func (s *Server) bearerOK(r *http.Request) bool {
+// bearer reports whether r carries the console token as a bearer token,
+// answering the refusal itself (401 with refused, or 429 with Retry-After).
+// Wrong bearer tokens count against the client's address in the login
+// limiter, as wrong logins do, so guessing costs the same either way.
+func (s *Server) bearer(w http.ResponseWriter, r *http.Request, refused string) bool {
+	addr, now := clientAddr(r), time.Now()
+	if wait, ok := s.logins.allow(addr, now); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		s.fail(w, r, http.StatusTooManyRequests, "Too many wrong tokens from your address: try again in a minute.")
+		return false
+	}
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && s.tokenOK(tok)
+	if !ok || !s.tokenOK(tok) {
+		s.logins.failed(addr, now)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="delaybridge console"`)
+		s.fail(w, r, http.StatusUnauthorized, refused)
+		return false
+	}
+	return true
 }

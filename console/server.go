@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -51,7 +52,34 @@ type Options struct {
 	Limits map[string]flowstate.Limits
 	// Refresh is how often the overview refreshes itself; 0 means 3s.
 	Refresh time.Duration
-	Log     *slog.Logger
+	// Timeouts bound slow and idle connections; a zero field takes its
+	// DefaultTimeouts value.
+	Timeouts Timeouts
+	Log      *slog.Logger
+}
+
+// Timeouts bound what a client may hold of the server: the request's
+// header and whole body (a slow POST), the answer, and an idle keep-alive
+// connection (net/http's ReadHeaderTimeout, ReadTimeout, WriteTimeout and
+// IdleTimeout).
+type Timeouts struct {
+	ReadHeader, Read, Write, Idle time.Duration
+}
+
+// DefaultTimeouts: a header within 5 s, a request within 30 s, an answer
+// within 30 s, an idle connection closed after 60 s.
+var DefaultTimeouts = Timeouts{ReadHeader: 5 * time.Second, Read: 30 * time.Second, Write: 30 * time.Second, Idle: time.Minute}
+
+// orDefault fills the zero fields of t from DefaultTimeouts.
+func (t Timeouts) orDefault() Timeouts {
+	d := DefaultTimeouts
+	return Timeouts{ReadHeader: cmp.Or(t.ReadHeader, d.ReadHeader), Read: cmp.Or(t.Read, d.Read),
+		Write: cmp.Or(t.Write, d.Write), Idle: cmp.Or(t.Idle, d.Idle)}
+}
+
+// Apply sets t on srv.
+func (t Timeouts) Apply(srv *http.Server) {
+	srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout = t.ReadHeader, t.Read, t.Write, t.Idle
 }
 
 // Server is the console's HTTP handler.
@@ -119,8 +147,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // Serve serves the console on ln until ctx ends, then shuts down within
 // five seconds.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn)}
+	srv := &http.Server{Handler: s, ErrorLog: slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn)}
+	s.opts.Timeouts.orDefault().Apply(srv)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

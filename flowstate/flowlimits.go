@@ -126,3 +126,10 @@ func (o Override) InForce(env Limits) Limits {
 	env.Source = SourceRunTime
 	return env
 }
+
+// MinRate is the lowest rate limit accepted, in deliveries per second (one
+// every 1,000 s, about 17 minutes). A lower one stops a topic in all but
+// name, and its waits leave the range the limiter computes in: at 1e-11 a
+// wait overflowed into a 1 ms loop, at 1e-9 a slot slept for 31 years. Use
+// a pause to stop a topic.
+const MinRate = 0.001

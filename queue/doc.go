@@ -34,7 +34,8 @@
 // (Durability: what a write must reach before it is acknowledged, the WAIT
 // after it), replicagate.go (how many replicas count, read from INFO
 // replication, so acceptance stops rather than lies) and evalall.go (scripts
-// run in pipelines, one WAIT per pipeline and node). Flow
+// run in pipelines, one WAIT per pipeline and node); headerlimit.go (the
+// bound on an envelope's headers and properties that a broker's frame takes). Flow
 // control's state (rate limits, run-time limits, held and environment reports)
 // is package flowstate's, on FlowKeys.
 //

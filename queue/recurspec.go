@@ -86,6 +86,16 @@ func ParseSpec(spec, tz string) (Schedule, error) {
 	return Schedule{spec: cs, loc: loc}, nil
 }
 
+// checkNewZone refuses "Local" for a recurrence being set: each replica
+// would tick in its own machine's zone. A recurrence stored with it before
+// keeps ticking (ParseSpec takes it), so an upgrade stops none.
+func checkNewZone(tz string) error {
+	if strings.EqualFold(tz, "Local") {
+		return fmt.Errorf("%w: zone %q is each machine's own: name an IANA zone (Europe/Paris) or UTC", ErrBadSpec, tz)
+	}
+	return nil
+}
+
 func loadZone(tz string) (*time.Location, error) {
 	if tz == "" || tz == "UTC" {
 		return time.UTC, nil

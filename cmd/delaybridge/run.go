@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/delaybridge/delaybridge/config"
+	"github.com/delaybridge/delaybridge/console"
 	"github.com/delaybridge/delaybridge/forwarder"
 	"github.com/delaybridge/delaybridge/internal/procs"
 	"github.com/delaybridge/delaybridge/queue"
@@ -177,15 +178,23 @@ func adaptProcs(ctx context.Context, log *slog.Logger) (stop func()) {
 }
 
 // startHTTP serves handler on addr (DELAYBRIDGE_HTTP_ADDR) until the
-// returned stop is called. An address without a host binds every
-// interface: the log says so, since /metrics is then reachable from
-// outside the host.
+// returned stop is called, with the console's DefaultTimeouts.
 func startHTTP(addr string, handler http.Handler, log *slog.Logger) (stop func(), err error) {
+	return startHTTPWith(addr, handler, log, console.DefaultTimeouts)
+}
+
+// startHTTPWith is startHTTP with the given timeouts. An address without a
+// host binds every interface: the log says so, since /metrics is then
+// reachable from outside the host.
+func startHTTPWith(addr string, handler http.Handler, log *slog.Logger, timeouts console.Timeouts) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on DELAYBRIDGE_HTTP_ADDR %q (in use by another process? choose another port): %w", addr, err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: handler}
+	// /metrics, /healthz and /readyz answer at once: a client that holds a
+	// connection open (idle, or sending slowly) is cut off.
+	timeouts.Apply(srv)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	if host, _, err := net.SplitHostPort(addr); err == nil && (host == "" || host == "0.0.0.0" || host == "::") {

@@ -19,8 +19,8 @@ func ParseOverride(rate, holdAbove string) (flowstate.Override, error) {
 		r := 0.0
 		if rate != "none" {
 			v, err := strconv.ParseFloat(rate, 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 || v > 10_000_000 {
-				return o, fmt.Errorf(`rate %q: want a positive decimal (e.g. 300 or 0.5), at most 10000000, or "none"`, rate)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < flowstate.MinRate || v > 10_000_000 {
+				return o, fmt.Errorf(`rate %q: want a positive decimal (e.g. 300 or 0.5), at least %g (pause a topic to stop it), at most 10000000, or "none"`, rate, flowstate.MinRate)
 			}
 			r = v
 		}

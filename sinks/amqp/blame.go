@@ -36,7 +36,7 @@ func (s *Sink) channelEnded(sess *session, l listeners, closeErr *amqp091.Error)
 	// Confirms that arrived before the close are real: settle them first.
 	drain(l, sess.tr)
 	pending := sess.tr.len()
-	sess.tr.fail(blameFor(closeErr, connClosed))
+	sess.tr.fail(blameFor(closeErr, connClosed, sess.tr.largest()))
 	if connClosed {
 		s.log.Warn("amqp channel closed", "url", s.endpoint, "connection_closed", connClosed, "unconfirmed", pending, "err", why)
 	} else {
@@ -97,7 +97,26 @@ var exchangeInReply = regexp.MustCompile(`exchange '([^']*)'`)
 // error that names no exchange blames every pending message, so a message
 // the broker keeps refusing is dead-lettered in the end instead of retried
 // forever.
-func blameFor(closeErr *amqp091.Error, connClosed bool) func(*pending) error {
+//
+// A connection the broker closed over a frame it could not take (501
+// FRAME_ERROR, 502 SYNTAX_ERROR, 505 UNEXPECTED_FRAME) was closed over a
+// publish: the pending message with the largest content header (largest
+// bytes) is the suspect and is charged an attempt, so a message that breaks
+// the connection ends in the dead set instead of stalling its slot; the
+// others go back without one.
+func blameFor(closeErr *amqp091.Error, connClosed bool, largest int) func(*pending) error {
+	// The library reports its own I/O failures (EOF, a reset) as 501 too:
+	// only the broker's close (Server) speaks of a frame it refused.
+	if closeErr != nil && connClosed && closeErr.Server && frameFault(closeErr.Code) {
+		answer := fmt.Errorf("broker closed the connection over the message's frame (headers too large?): %w", closeErr)
+		others := sinks.NotConnected(fmt.Errorf("connection lost before confirm: %w", closeErr))
+		return func(p *pending) error {
+			if p.size == largest {
+				return answer
+			}
+			return others
+		}
+	}
 	if closeErr == nil || connClosed || !closeErr.Recover {
 		reason := error(errors.New("connection closed"))
 		if closeErr != nil {
@@ -122,4 +141,10 @@ func blameFor(closeErr *amqp091.Error, connClosed bool) func(*pending) error {
 		}
 		return others
 	}
+}
+
+// frameFault reports whether a connection close code says a frame the
+// client sent was malformed or too large.
+func frameFault(code int) bool {
+	return code == amqp091.FrameError || code == amqp091.SyntaxError || code == amqp091.UnexpectedFrame
 }

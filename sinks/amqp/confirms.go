@@ -96,7 +96,14 @@ func (s *Sink) send(ctx context.Context, b *batch, msgs []sinks.Message) {
 			b.resolveFrom(i, fmt.Errorf("publish: %w", err))
 			return
 		}
+		pub := publishing(m, now, headers)
+		size := headerFrameSize(pub)
+		if err := fitsFrame(pub, sess.frameMax); err != nil && !s.skipFrameCheck {
+			b.resolve(i, sinks.Permanent(err))
+			continue
+		}
 		p := s.pending(slab, b, msgs, i)
+		p.size = size
 		tag := sess.ch.GetNextPublishSeqNo()
 		room, ok := sess.tr.add(tag, p)
 		for ok && room != nil {
@@ -110,7 +117,7 @@ func (s *Sink) send(ctx context.Context, b *batch, msgs []sinks.Message) {
 			s.parkRest(sess, slab, b, msgs, i)
 			return
 		}
-		if err := sess.ch.Publish(p.id.exchange, p.id.key, true, false, publishing(m, now, headers)); err != nil {
+		if err := sess.ch.Publish(p.id.exchange, p.id.key, true, false, pub); err != nil {
 			// Only a closing channel or connection refuses a publish: the
 			// watcher settles these with the close's reason.
 			sess.tr.remove(tag) // unless the close already settled it

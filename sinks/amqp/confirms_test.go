@@ -100,7 +100,7 @@ func TestLostConfirmFailsAsConnectionProblem(t *testing.T) {
 func TestChannelCloseNeverReportsSuccess(t *testing.T) {
 	tr, b := track(identity{"a", "ex", "rk"}, identity{"b", "ex", "rk"})
 	tr.returned(ret(identity{"a", "ex", "rk"}))
-	tr.fail(blameFor(&amqp091.Error{Code: 320, Reason: "CONNECTION_FORCED"}, true))
+	tr.fail(blameFor(&amqp091.Error{Code: 320, Reason: "CONNECTION_FORCED"}, true, 0))
 	for i, err := range errsOf(t, b) {
 		if !errors.Is(err, sinks.ErrNotConnected) {
 			t.Errorf("message %d: %v, want ErrNotConnected", i, err)
@@ -190,7 +190,7 @@ func TestBlameFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := blameFor(tt.err, tt.connClosed)(&pending{id: identity{"id", tt.exchange, "rk"}})
+			err := blameFor(tt.err, tt.connClosed, 0)(&pending{id: identity{"id", tt.exchange, "rk"}})
 			if got := errors.Is(err, sinks.ErrNotConnected); got != tt.notConn {
 				t.Errorf("%v: ErrNotConnected %v, want %v", err, got, tt.notConn)
 			}

@@ -31,6 +31,8 @@ type session struct {
 	w    *writeTimeoutConn // under conn: corks the writes of a batch
 	ch   *amqp091.Channel
 	tr   *tracker
+	// frameMax is the frame_max negotiated with the broker (0: none).
+	frameMax int
 }
 
 // reconnectJitter shortens each wait between connection attempts by up to
@@ -110,7 +112,7 @@ func (s *Sink) serve(conn *amqp091.Connection, w *writeTimeoutConn, retry *backo
 			s.sleep(retry.Next())
 			continue
 		}
-		sess := &session{conn: conn, w: w, ch: ch, tr: newTracker(s.cfg.MaxUnconfirmed)}
+		sess := &session{conn: conn, w: w, ch: ch, tr: newTracker(s.cfg.MaxUnconfirmed), frameMax: conn.Config.FrameSize}
 		s.setUp(sess)
 		if !s.watch(sess, l, connCloses, blocks) {
 			return

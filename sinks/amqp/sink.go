@@ -25,6 +25,8 @@
 //     connection ends, or the sink closes.
 //   - destination.go: CheckDestination, whether the exchange exists.
 //   - depth.go: QueueDepth, the hold queue's ready messages.
+//   - frame.go: the negotiated frame size, and the refusal of a message whose
+//     header frame would not fit (RabbitMQ would close the connection).
 //   - connection.go: connecting, opening the confirm-mode channel and
 //     reconnecting with back-off.
 //   - writeconn.go: write deadlines and corking under the connection.
@@ -72,6 +74,10 @@ type Sink struct {
 	blocked   string        // the broker's reason while it blocks publishing
 	blockedAt time.Time     // when the block began
 	closed    bool
+
+	// skipFrameCheck publishes a message whose headers exceed the frame
+	// (tests: to see how the broker's close over it is blamed).
+	skipFrameCheck bool
 }
 
 var (

@@ -16,6 +16,7 @@ type pending struct {
 	i        int
 	id       identity
 	returned error // set by basic.return, reported when the ack arrives
+	size     int   // its content header frame (headerFrameSize)
 }
 
 // identity is what a basic.return tells about the message it returns.
@@ -189,6 +190,21 @@ func (t *tracker) fail(blame func(*pending) error) {
 		p.b.resolve(p.i, blame(p))
 	}
 	t.unsent = nil
+}
+
+// largest is the largest content header among the messages waiting: the
+// suspect when the broker closes the connection over a frame.
+func (t *tracker) largest() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, p := range t.tags {
+		n = max(n, p.size)
+	}
+	for _, p := range t.unsent {
+		n = max(n, p.size)
+	}
+	return n
 }
 
 // len is the number of messages waiting for a confirm or for the close.
