@@ -11,7 +11,7 @@ COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: build test lint chromium python-redis demo demo-kafka demo-intake services services-stop chaos fuzz bench bench-quick clean ldflags helm-sync
+.PHONY: build test lint chromium python-redis jaeger demo demo-kafka demo-intake services services-stop chaos fuzz bench bench-quick clean ldflags helm-sync
 
 # GOOS=linux GOARCH=arm64 make build cross-compiles (the release workflow).
 build:
@@ -67,7 +67,13 @@ chromium:
 python-redis:
 	@scripts/python-redis.sh
 
-test: services lint chromium python-redis
+# jaeger: the tracing e2e test reads traces back from a real Jaeger v2
+# (scripts/jaeger.sh builds it once from its own module and caches it);
+# built here so its first build is not charged to the e2e suite's timeout.
+jaeger:
+	@scripts/jaeger.sh >/dev/null
+
+test: services lint chromium python-redis jaeger
 	$(GO) test -race -timeout 20m $(filter-out $(addprefix $(MODULE)/,$(SUITES)),$(shell $(GO) list ./...))
 	$(GO) test -race -timeout 20m -p 1 $(addprefix ./,$(SUITES))
 	cd deploy && $(GO) test -timeout 15m ./...
