@@ -33,45 +33,67 @@ type batch struct {
 	lease uint64
 }
 
+// aheadClaim is the batch of one claim that the scanner has not handed
+// over in full yet (hold.go): part of it may be claimed ahead, not due yet.
+type aheadClaim struct {
+	batch
+	// msgs are the messages not handed over yet, in score order: the tail
+	// of batch.claimed.
+	msgs []queue.Claimed
+	// now is Redis's clock when the claim ran; after is the local time the
+	// claim returned. Redis read now before after, so at local time
+	// after+d Redis's clock reads at least now+d: a member of score sc is
+	// due by after + (sc - now).
+	now, after time.Time
+	// leased is the local time the claim set the leases, no later than
+	// Redis did.
+	leased time.Time
+}
+
+func (h *aheadClaim) dueBy(m queue.Claimed) time.Time {
+	return h.after.Add(queue.MillisTime(m.Score).Sub(h.now))
+}
+
 // claimLoop claims batches in score order and hands each to handoff, until
-// ctx ends. Messages claimed ahead are held until due (hold.go); a message
+// ctx ends. Messages claimed ahead wait until due (hold.go); a message
 // announced as due before them meanwhile is claimed at once if there is room.
 func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 	retry := backoff.New(backoff.Policy{Min: claimRetryMin, Max: min(s.f.pollInterval(), claimRetryMax), Jitter: retryJitter})
 	backlogged := false // the last claim was full: more is due
-	var held []heldClaim
-	defer s.returnOwed(ctx)
+	var ahead []aheadClaim
+	defer s.gate.rest(ctx)
 	for ctx.Err() == nil {
-		limit, epoch, ok := s.room(ctx, held, backlogged)
+		limit, epoch, ok := s.room(ctx, ahead, backlogged)
 		if !ok {
-			s.returnHeld(ctx, held)
+			s.returnAhead(ctx, ahead)
 			return
 		}
-		c, claimed, back := queue.Claim{}, false, 0
+		var r round
 		if limit > 0 {
-			if c, claimed, back, limit, ok = s.gatedClaim(ctx, limit, epoch, retry, &held); !ok {
-				s.returnHeld(ctx, held)
+			if r, ok = s.claimGated(ctx, limit, epoch, retry, &ahead); !ok {
+				s.returnAhead(ctx, ahead)
 				return
 			}
+			limit = r.admitted
 		}
-		if len(held) > 0 {
-			rest, ok := s.handOver(ctx, held, limit > 0, handoff)
+		if len(ahead) > 0 {
+			rest, ok := s.handOver(ctx, ahead, limit > 0, handoff)
 			if !ok {
 				return
 			}
-			if held = rest; len(held) > 0 {
+			if ahead = rest; len(ahead) > 0 {
 				continue // an earlier message was announced: claim it first
 			}
 		}
-		if !claimed {
+		if !r.claimed {
 			continue
 		}
-		if back > 0 {
+		if r.back > 0 {
 			backlogged = false
 			continue // what went back is due: ask the limit first, then claim it
 		}
 		// Members dead-lettered by the claim took room in it too.
-		if backlogged = len(c.Messages)+c.Dead >= limit; backlogged {
+		if backlogged = len(r.c.Messages)+r.c.Dead >= limit; backlogged {
 			continue // more may be due already
 		}
 		// Look again when the next message falls due, at the latest after
@@ -80,50 +102,72 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 		// keyspace.go). A paused slot reports no next: it naps the poll
 		// interval, and Resume's wake-up rings the alarm. A score of +inf
 		// never falls due: the reaper dead-letters it.
-		target := queue.Millis(c.Now) + float64(s.f.pollInterval())/float64(time.Millisecond)
-		if c.HasNext {
-			target = min(target, c.Next)
-			if math.IsInf(c.Next, 1) {
+		target := queue.Millis(r.c.Now) + float64(s.f.pollInterval())/float64(time.Millisecond)
+		if r.c.HasNext {
+			target = min(target, r.c.Next)
+			if math.IsInf(r.c.Next, 1) {
 				s.f.reaps.note(s.key, time.Now())
 			}
 		}
-		s.returnOwed(ctx)
-		s.rateBound = false // what was due is drained: claim first again
+		s.gate.rest(ctx) // what was due is drained
 		if !s.nap(ctx, target, s.skew) {
 			return
 		}
 	}
 }
 
-// gatedClaim claims up to limit messages as far as flow control lets it:
-// it may lower the limit (returned), or hold the slot until it may claim.
-// back is how many the claim took that the rate limit sent back (permitClaim).
+// round is one gated claim.
+type round struct {
+	c        queue.Claim
+	claimed  bool // the claim ran (false: it failed, or the gate admitted none)
+	admitted int  // how many the gate let it take
+	back     int  // how many it took that the rate limit refused (put back)
+}
+
+// claimGated claims as many messages as the gate admits, at most limit, and
+// adds them to ahead; the tail the rate limit refused goes back at once.
 // ok is false when ctx ended.
-func (s *scanner) gatedClaim(ctx context.Context, limit int, epoch uint64, retry *backoff.Backoff, held *[]heldClaim) (c queue.Claim, claimed bool, back, n int, ok bool) {
-	first := s.claimFirst()
-	n, granted, ok := s.gate(ctx, limit, len(*held) == 0, first)
-	if !ok || n == 0 {
-		return c, false, 0, n, ok
+func (s *scanner) claimGated(ctx context.Context, limit int, epoch uint64, retry *backoff.Backoff, ahead *[]aheadClaim) (r round, ok bool) {
+	wait := len(*ahead) == 0
+	p, ok := s.gate.admit(ctx, limit, wait)
+	if !ok || p.n == 0 {
+		return round{admitted: p.n}, ok
 	}
-	c, claimed = s.claim(ctx, n, epoch, retry, held, len(*held) == 0)
-	switch {
-	case first && claimed:
-		back = s.permitClaim(ctx, n, c, held)
-	case first:
-		s.flow.unclaimed(n)
-	default:
-		s.giveBack(n, granted, c, claimed)
+	r = round{admitted: p.n}
+	r.c, r.claimed = s.claim(ctx, p.n, epoch, retry, ahead, wait)
+	if refused := s.gate.takeBack(ctx, p, len(r.c.Messages), r.c.Dead, r.claimed); refused > 0 {
+		r.back = s.refuse(ctx, ahead, refused)
 	}
-	return c, claimed, back, n, true
+	return r, true
+}
+
+// refuse puts the last n messages claimed (the tail of the last of ahead)
+// back at their due times: the rate limit did not grant them. The slot's
+// order is kept, as they were claimed after every other.
+func (s *scanner) refuse(ctx context.Context, ahead *[]aheadClaim, n int) int {
+	h := &(*ahead)[len(*ahead)-1]
+	rest := h.msgs[len(h.msgs)-n:]
+	h.msgs = h.msgs[:len(h.msgs)-n]
+	h.claimed = h.claimed[:len(h.claimed)-n]
+	if len(h.msgs) == 0 {
+		*ahead = (*ahead)[:len(*ahead)-1]
+	}
+	members := make([]string, len(rest))
+	for i, m := range rest {
+		members[i] = m.Member
+	}
+	s.putBack(ctx, members, backRefused)
+	s.in.settle(n)
+	return n
 }
 
 // room is how many messages the next claim may take and its epoch. With
-// nothing held it waits for a connected sink and for room; while messages
-// are held it does not wait (they must be handed over on time): 0 means no
-// claim now. ok is false when ctx ended.
-func (s *scanner) room(ctx context.Context, held []heldClaim, backlogged bool) (limit int, epoch uint64, ok bool) {
+// nothing claimed ahead it waits for a connected sink and for room; while
+// messages claimed ahead wait it does not (they must be handed over on
+// time): 0 means no claim now. ok is false when ctx ended.
+func (s *scanner) room(ctx context.Context, ahead []aheadClaim, backlogged bool) (limit int, epoch uint64, ok bool) {
 	opt := &s.f.opt
-	if len(held) > 0 {
+	if len(ahead) > 0 {
 		limit, epoch = s.in.room(opt.BatchSize, opt.MaxInflightBatches*opt.BatchSize)
 		return limit, epoch, ctx.Err() == nil
 	}
@@ -133,11 +177,11 @@ func (s *scanner) room(ctx context.Context, held []heldClaim, backlogged bool) (
 	return s.in.waitRoom(ctx, opt.BatchSize, opt.MaxInflightBatches*opt.BatchSize, backlogged)
 }
 
-// claim claims up to limit messages ahead and adds them to held. A failed
+// claim claims up to limit messages ahead and adds them to ahead. A failed
 // claim is logged and, when wait, waited out with the retry back-off (not
-// while messages are held: they are handed over first). claimed is false
-// when the claim failed.
-func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *backoff.Backoff, held *[]heldClaim, wait bool) (c queue.Claim, claimed bool) {
+// while messages claimed ahead wait: they are handed over first). claimed
+// is false when the claim failed.
+func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *backoff.Backoff, ahead *[]aheadClaim, wait bool) (c queue.Claim, claimed bool) {
 	s.alarm.reset()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
 	before := time.Now()
@@ -154,7 +198,7 @@ func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *bac
 		return c, false
 	}
 	retry.Reset()
-	s.paused = c.Paused
+	s.gate.paused = c.Paused
 	s.skew = c.Now.Sub(before.Add(after.Sub(before) / 2))
 	if c.Dead > 0 {
 		s.f.m.Dead.WithLabelValues(s.topic.Name).Add(float64(c.Dead))
@@ -164,7 +208,7 @@ func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *bac
 		s.f.m.Claimed.WithLabelValues(s.topic.Name).Add(float64(n))
 		s.in.add(n)
 		b := batch{claimed: c.Messages, skew: s.skew, epoch: epoch}
-		*held = append(*held, heldClaim{batch: b, msgs: b.claimed, now: c.Now, after: after, leased: before})
+		*ahead = append(*ahead, aheadClaim{batch: b, msgs: b.claimed, now: c.Now, after: after, leased: before})
 	}
 	return c, true
 }

@@ -31,12 +31,16 @@ const retryJitter = 0.2
 // a slow broker slows claiming instead of moving the backlog into flight.
 //
 // One batch goes through the stages in this order, a file each, and never
-// back: claimLoop (claim.go) claims it, handOver (hold.go) holds what was
-// claimed ahead until due, publish (publish.go) hands it to the sink and
-// settleLoop (settle.go) records the broker's answers in Redis. A stage uses
-// the types and helpers of the stages before it, never those of a later
-// one; run, here, wires them. inflight.go and lease.go hold the state they
-// share: how much is in flight, and the leases to renew.
+// back: claimLoop (claim.go) asks the gate (gate.go) how many it may claim,
+// claims them and gives the gate back what it did not use; handOver
+// (hold.go) keeps what was claimed ahead until due; publish (publish.go)
+// hands it to the sink; settleLoop (settle.go) classifies the broker's
+// answers once and records them in Redis, recurrences' ticks through
+// recur.go. A stage uses the types and helpers of the stages before it,
+// never those of a later one; run, here, wires them. inflight.go and
+// lease.go hold the state they share (how much is in flight, the leases to
+// renew), putback.go the two ways every stage writes: redisRetry, and
+// putBack for members that go back without an attempt.
 type scanner struct {
 	f     *Forwarder
 	topic Topic
@@ -50,21 +54,13 @@ type scanner struct {
 	// skew is Redis's clock minus the local clock at the last claim (the
 	// claimer's own; nap converts Redis times with it).
 	skew time.Duration
-	// flow is the topic's flow control (flow.go, gate.go); paused is true
-	// while the slot's last claim found the topic paused.
-	flow   *flowTopic
-	paused bool
-	// owed are rate-limit permits granted and not used by the claims they
-	// were granted for: given back with the next Acquire, or on their own
-	// before the scanner naps (gate.go). rateBound is true from a claim the
-	// rate limit did not grant whole until the slot naps: it asks the limit
-	// before claiming meanwhile (claimFirst).
-	owed      int
-	rateBound bool
+	// gate is the slot's door to its topic's flow control (gate.go).
+	gate *gate
 }
 
 func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 	t := f.opt.Topics[k.topic]
+	log := f.log.With("topic", t.Name, "slot", k.slot)
 	return &scanner{
 		f:      f,
 		topic:  t,
@@ -73,8 +69,8 @@ func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 		alarm:  a,
 		in:     newInflight(&f.flows[k.topic].unsettled),
 		leases: newLeases(),
-		log:    f.log.With("topic", t.Name, "slot", k.slot),
-		flow:   f.flows[k.topic],
+		log:    log,
+		gate:   &gate{flow: f.flows[k.topic], q: f.q, topic: t.Topic, m: f.m, log: log},
 	}
 }
 

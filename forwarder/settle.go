@@ -25,9 +25,9 @@ const maxGroup = 2000
 const ackDelay = 100 * time.Millisecond
 
 // settleLoop waits for each delivery's answer in order and records the
-// outcomes in Redis. Fully confirmed deliveries are held for up to ackDelay
+// outcomes in Redis. Fully confirmed deliveries wait up to ackDelay
 // and acked together; any other outcome is recorded at once, with the acks
-// held before it.
+// waiting before it.
 func (s *scanner) settleLoop(ctx context.Context, sent <-chan *delivery) {
 	h := newUnrecorded()
 	defer h.timer.Stop()
@@ -40,7 +40,7 @@ func (s *scanner) settleLoop(ctx context.Context, sent <-chan *delivery) {
 	var d *delivery // the delivery whose answer is awaited, if any
 	for {
 		// One delivery at a time, in order: the next is taken once d is
-		// answered. Held acks fall due meanwhile all the same.
+		// answered. Waiting acks fall due meanwhile all the same.
 		var next <-chan *delivery
 		var answered, ended <-chan struct{}
 		if d == nil {
@@ -97,7 +97,7 @@ func (h *unrecorded) add(d *delivery) {
 	h.n += len(d.b.claimed)
 }
 
-// arm starts the ackDelay of the oldest held delivery, unless it runs.
+// arm starts the ackDelay of the oldest waiting delivery, unless it runs.
 func (h *unrecorded) arm() {
 	if !h.timing {
 		h.timer.Reset(ackDelay)
@@ -161,8 +161,9 @@ func (d *delivery) confirmed() bool {
 
 // settlement is what a group of awaited deliveries asks of Redis.
 type settlement struct {
-	acks     []string        // confirmed
+	acks     []string        // confirmed, not ticks
 	ackIDs   []string        // acks[i]'s envelope id (nil on raw topics)
+	ackTicks []string        // confirmed recurrence ticks (recur.go)
 	releases []string        // back without an attempt
 	unsent   int             // of releases, those never published (slot order)
 	blocked  int             // of releases, those the broker's block refused (logged by the sink)
@@ -171,15 +172,25 @@ type settlement struct {
 	// missing or routes nowhere, which an operator must fix (WARN).
 	noDestination bool
 	failed        map[outcome]int // messages the sink did not confirm, by outcome
+	// final are the ticks among failures whose failure dead-letters them:
+	// a permanent refusal, an undecodable tick, or the last of maxAttempts.
+	// Their next tick is written before their death (recur.go).
+	final []string
 }
 
-// sortOut classifies every message of a group of awaited deliveries. It
-// writes nothing. retry is the schedule of a refused message's next
-// attempt.
-func sortOut(group []*delivery, retry backoff.Policy) settlement {
+// sortOut classifies every message of a group of awaited deliveries, ticks
+// included: the one place the outcomes are decided. It writes nothing.
+// retry is the schedule of a refused message's next attempt, maxAttempts
+// the attempts that dead-letter it.
+func sortOut(group []*delivery, retry backoff.Policy, maxAttempts int) settlement {
 	st := settlement{failed: map[outcome]int{}}
 	for _, d := range group {
 		st.failures = append(st.failures, d.failures...)
+		for _, f := range d.failures {
+			if queue.IsTick(f.Member) {
+				st.final = append(st.final, f.Member) // undecodable: it dies
+			}
+		}
 		if d.unsent {
 			st.releases = append(st.releases, d.members...)
 			st.unsent += len(d.members)
@@ -187,10 +198,7 @@ func sortOut(group []*delivery, retry backoff.Policy) settlement {
 		}
 		for i, e := range d.results {
 			if e == nil {
-				st.acks = append(st.acks, d.members[i])
-				if d.indexed {
-					st.ackIDs = append(st.ackIDs, d.msgs[i].ID)
-				}
+				st.confirmed(d, i)
 				continue
 			}
 			o := outcomeOf(e)
@@ -210,9 +218,25 @@ func sortOut(group []*delivery, retry backoff.Policy) settlement {
 				Permanent: o == outcomePermanent,
 				Reason:    e.Error(),
 			})
+			if queue.IsTick(d.members[i]) && (o == outcomePermanent || d.msgs[i].Attempt >= maxAttempts) {
+				st.final = append(st.final, d.members[i])
+			}
 		}
 	}
 	return st
+}
+
+// confirmed files d's ith message, which the broker confirmed, as an ack:
+// a tick's (recur.go) or a plain one's, with its envelope id.
+func (st *settlement) confirmed(d *delivery, i int) {
+	if queue.IsTick(d.members[i]) {
+		st.ackTicks = append(st.ackTicks, d.members[i])
+		return
+	}
+	st.acks = append(st.acks, d.members[i])
+	if d.indexed {
+		st.ackIDs = append(st.ackIDs, d.msgs[i].ID)
+	}
 }
 
 // record writes the outcomes of a group of awaited deliveries to Redis:
@@ -227,34 +251,32 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 			s.leases.drop(d.b.lease)
 		}
 	}()
-	st := sortOut(group, s.f.retry)
+	st := sortOut(group, s.f.retry, s.f.opt.MaxAttempts)
 	for o, n := range st.failed {
 		s.f.m.Failures.WithLabelValues(s.topic.Name, o.String()).Add(float64(n))
 	}
 	now := time.Now().Add(group[len(group)-1].b.skew) // Redis's clock
-	s.ack(ctx, st.acks, st.ackIDs, now)
+	s.ack(ctx, &st, now)
 	s.release(ctx, st.releases, st.unsent, st.blocked)
-	s.settleTicks(ctx, finalTicks(group, s.f.opt.MaxAttempts), false, now)
+	s.settleTicks(ctx, st.final, false, now)
 	outs := s.retry(ctx, st.failures, st.noDestination)
 	s.settleTicks(ctx, deadTicks(st.failures, outs), false, now)
 }
 
-// ack forgets confirmed members; ids are their envelope ids, decoded by
-// prepare (nil on raw topics). Recurrences' ticks among them write their
+// ack forgets the confirmed members of st; their envelope ids were decoded
+// by prepare (nil on raw topics). Recurrences' ticks among them write their
 // next tick as they go (settleTicks; now is Redis's time).
-func (s *scanner) ack(ctx context.Context, members, ids []string, now time.Time) {
-	if len(members) == 0 {
-		return
-	}
-	plain, plainIDs, ticks := splitTicks(members, ids)
-	if len(plain) > 0 {
+func (s *scanner) ack(ctx context.Context, st *settlement, now time.Time) {
+	if len(st.acks) > 0 {
 		s.redisRetry(ctx, "ack", func(c context.Context) error {
-			_, err := s.f.q.AckIDs(c, s.topic.Topic, s.slot, plain, plainIDs)
+			_, err := s.f.q.AckIDs(c, s.topic.Topic, s.slot, st.acks, st.ackIDs)
 			return err
 		})
 	}
-	s.settleTicks(ctx, ticks, true, now)
-	s.f.m.Published.WithLabelValues(s.topic.Name).Add(float64(len(members)))
+	s.settleTicks(ctx, st.ackTicks, true, now)
+	if n := len(st.acks) + len(st.ackTicks); n > 0 {
+		s.f.m.Published.WithLabelValues(s.topic.Name).Add(float64(n))
+	}
 }
 
 // release returns members without an attempt; unsent of them were never
@@ -264,11 +286,7 @@ func (s *scanner) release(ctx context.Context, members []string, unsent, blocked
 	if len(members) == 0 {
 		return
 	}
-	s.redisRetry(ctx, "release", func(c context.Context) error {
-		_, err := s.f.q.Release(c, s.topic.Topic, s.slot, members)
-		return err
-	})
-	s.f.m.Released.WithLabelValues(s.topic.Name).Add(float64(len(members)))
+	s.putBack(ctx, members, backUnsettled)
 	if lost := len(members) - unsent - blocked; lost > 0 {
 		s.f.repeats.Add(slog.LevelWarn, s.topic.Name, "publish failed on the connection; returned without an attempt", lost, "")
 	}
@@ -320,36 +338,4 @@ func (s *scanner) retry(ctx context.Context, failures []queue.Failure, noDestina
 		s.f.repeats.Add(slog.LevelWarn, s.topic.Name, "messages dead-lettered", dead, deadReason)
 	}
 	return outs
-}
-
-// A failed Redis write is retried after redisRetryMin, doubling up to
-// redisRetryMax: a blip costs milliseconds, and an outage is not hammered.
-// redisRetry gives up after half a lease.
-const (
-	redisRetryMin = 20 * time.Millisecond
-	redisRetryMax = time.Second
-)
-
-// redisRetry runs op until it succeeds, giving up after half a lease (the
-// reaper takes over from there) or when ctx ends.
-func (s *scanner) redisRetry(ctx context.Context, op string, fn func(context.Context) error) {
-	giveUp := time.Now().Add(s.f.opt.Lease / 2)
-	wait := backoff.New(backoff.Policy{Min: redisRetryMin, Max: redisRetryMax, Jitter: retryJitter})
-	for {
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
-		err := fn(c)
-		cancel()
-		if err == nil {
-			return
-		}
-		s.f.m.RedisErrs.WithLabelValues(op).Inc()
-		if time.Now().After(giveUp) || ctx.Err() != nil {
-			s.log.Error("redis write failed; the reaper will return these messages after their lease", "op", op, "err", err)
-			return
-		}
-		s.log.Warn("redis write failed, retrying", "op", op, "err", err)
-		if !sleep(ctx, wait.Next(), nil) {
-			return
-		}
-	}
 }
