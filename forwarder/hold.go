@@ -48,7 +48,7 @@ func (s *scanner) part(h *aheadClaim, n int) batch {
 // replica dies, the slot's next owner reaps it when it acquires the slot,
 // and if it lives, its own reaper looks when the lease could expire.
 func (s *scanner) leased() {
-	s.f.reaps.note(s.key, time.Now().Add(s.f.opt.Lease+s.f.reapGrace()))
+	s.f.reaps.note(s.key, time.Now().Add(s.f.opt.Lease+reapGrace(s.f.opt.Lease)))
 }
 
 // handOver hands messages claimed ahead to handoff as they fall due: those

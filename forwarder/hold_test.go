@@ -159,7 +159,7 @@ func TestLookAheadIsCappedByPollIntervalWhilePollingAndByLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.setMode(c.mode, "")
+		f.keyspace.setMode(c.mode, "")
 		if got := f.newScanner(slotKey{}, newAlarm()).lookAhead(); got != c.want {
 			t.Errorf("%s: look-ahead %s, want %s", c.name, got, c.want)
 		}
