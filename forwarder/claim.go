@@ -63,18 +63,22 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 	var ahead []aheadClaim
 	defer s.gate.rest(ctx)
 	for ctx.Err() == nil {
-		limit, epoch, ok := s.room(ctx, ahead, backlogged)
+		// With nothing claimed ahead the claimer waits for a connected
+		// sink and for room; while messages claimed ahead wait it does not
+		// (they must be handed over on time): the gate may admit none.
+		wait := len(ahead) == 0
+		if wait && !s.waitSink(ctx) {
+			return
+		}
+		p, ok := s.gate.admit(ctx, wait, backlogged)
 		if !ok {
 			s.returnAhead(ctx, ahead)
 			return
 		}
+		limit := p.n
 		var r round
 		if limit > 0 {
-			if r, ok = s.claimGated(ctx, limit, epoch, retry, &ahead); !ok {
-				s.returnAhead(ctx, ahead)
-				return
-			}
-			limit = r.admitted
+			r = s.claimAdmitted(ctx, p, retry, &ahead)
 		}
 		if len(ahead) > 0 {
 			rest, ok := s.handOver(ctx, ahead, limit > 0, handoff)
@@ -116,29 +120,23 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 	}
 }
 
-// round is one gated claim.
+// round is one admitted claim.
 type round struct {
-	c        queue.Claim
-	claimed  bool // the claim ran (false: it failed, or the gate admitted none)
-	admitted int  // how many the gate let it take
-	back     int  // how many it took that the rate limit refused (put back)
+	c       queue.Claim
+	claimed bool // the claim ran (false: it failed)
+	back    int  // how many it took that the rate limit refused (put back)
 }
 
-// claimGated claims as many messages as the gate admits, at most limit, and
-// adds them to ahead; the tail the rate limit refused goes back at once.
-// ok is false when ctx ended.
-func (s *scanner) claimGated(ctx context.Context, limit int, epoch uint64, retry *backoff.Backoff, ahead *[]aheadClaim) (r round, ok bool) {
-	wait := len(*ahead) == 0
-	p, ok := s.gate.admit(ctx, limit, wait)
-	if !ok || p.n == 0 {
-		return round{admitted: p.n}, ok
-	}
-	r = round{admitted: p.n}
-	r.c, r.claimed = s.claim(ctx, p.n, epoch, retry, ahead, wait)
+// claimAdmitted claims as many messages as the gate admitted (p) and adds
+// them to ahead, then gives the gate back what the claim did not use; the
+// tail the rate limit refused goes back at once.
+func (s *scanner) claimAdmitted(ctx context.Context, p permit, retry *backoff.Backoff, ahead *[]aheadClaim) round {
+	var r round
+	r.c, r.claimed = s.claim(ctx, p.n, p.epoch, retry, ahead, len(*ahead) == 0)
 	if refused := s.gate.takeBack(ctx, p, len(r.c.Messages), r.c.Dead, r.claimed); refused > 0 {
 		r.back = s.refuse(ctx, ahead, refused)
 	}
-	return r, true
+	return r
 }
 
 // refuse puts the last n messages claimed (the tail of the last of ahead)
@@ -159,22 +157,6 @@ func (s *scanner) refuse(ctx context.Context, ahead *[]aheadClaim, n int) int {
 	s.putBack(ctx, members, backRefused)
 	s.in.settle(n)
 	return n
-}
-
-// room is how many messages the next claim may take and its epoch. With
-// nothing claimed ahead it waits for a connected sink and for room; while
-// messages claimed ahead wait it does not (they must be handed over on
-// time): 0 means no claim now. ok is false when ctx ended.
-func (s *scanner) room(ctx context.Context, ahead []aheadClaim, backlogged bool) (limit int, epoch uint64, ok bool) {
-	opt := &s.f.opt
-	if len(ahead) > 0 {
-		limit, epoch = s.in.room(opt.BatchSize, opt.MaxInflightBatches*opt.BatchSize)
-		return limit, epoch, ctx.Err() == nil
-	}
-	if !s.waitSink(ctx) {
-		return 0, 0, false
-	}
-	return s.in.waitRoom(ctx, opt.BatchSize, opt.MaxInflightBatches*opt.BatchSize, backlogged)
 }
 
 // claim claims up to limit messages ahead and adds them to ahead. A failed

@@ -9,10 +9,10 @@ import (
 	"github.com/delaybridge/delaybridge/queue"
 )
 
-// The gate is where one scanner's claims meet its topic's flow control
-// (flow.go), in two calls per claim: admit answers how many messages the
-// claim may take now (the queue depth limit's room and the rate limit's
-// permits; the in-flight cap has bounded what it is asked for), and
+// The gate is where one scanner decides how much it claims, in two calls
+// per claim: admit answers how many messages the claim may take now (the
+// slot's in-flight room, then its topic's flow control, flow.go: the queue
+// depth limit's room and the rate limit's permits), and
 // takeBack, once the claim has run, takes back what it did not use: the
 // queue depth's room at once, the permits with the slot's next Acquire, or
 // on their own before it naps (rest), so a slot with less due than it was
@@ -33,13 +33,17 @@ const (
 	acquireRetryMax = 2 * time.Second
 )
 
-// gate is one scanner's flow control state.
+// gate is one scanner's claim budget: its in-flight cap and its topic's
+// flow control.
 type gate struct {
-	flow  *flowTopic
-	q     *queue.Queue
-	topic queue.Topic
-	m     *Metrics
-	log   *slog.Logger
+	in *inflight
+	// batch is the most one claim takes, most the most in flight.
+	batch, most int
+	flow        *flowTopic
+	q           *queue.Queue
+	topic       queue.Topic
+	m           *Metrics
+	log         *slog.Logger
 	// owed are rate-limit permits granted and not used by the claims they
 	// were granted for: given back with the next Acquire, or by rest.
 	owed int
@@ -54,21 +58,43 @@ type gate struct {
 
 // permit is what admit let one claim take.
 type permit struct {
-	n       int  // the most messages the claim may take
-	granted int  // of n, the permits the rate limiter granted before the claim
-	after   bool // the rate limit is asked after the claim, for what it took
+	n       int    // the most messages the claim may take (0: none now)
+	epoch   uint64 // the inflight epoch the claim belongs to
+	granted int    // of n, the permits the rate limiter granted before the claim
+	after   bool   // the rate limit is asked after the claim, for what it took
 }
 
-// admit returns how many messages the claim about to run may take, at most
-// limit. With wait it waits until that is at least one (a held topic);
-// without (messages claimed ahead are waiting to be handed over) it may
-// return 0. ok is false when ctx ended.
-func (g *gate) admit(ctx context.Context, limit int, wait bool) (p permit, ok bool) {
+// admit returns how many messages the claim about to run may take and its
+// epoch. With wait (no messages claimed ahead wait to be handed over) it
+// waits until that is at least one: for room in flight (a whole batch while
+// backlogged, see inflight.waitRoom), then for the topic's flow control (a
+// held topic). Without, it does not wait and may admit none. ok is false
+// when ctx ended.
+func (g *gate) admit(ctx context.Context, wait, backlogged bool) (p permit, ok bool) {
+	var limit int
+	if wait {
+		if limit, p.epoch, ok = g.in.waitRoom(ctx, g.batch, g.most, backlogged); !ok {
+			return p, false
+		}
+	} else if limit, p.epoch = g.in.room(g.batch, g.most); ctx.Err() != nil {
+		return p, false
+	}
+	if limit <= 0 {
+		return p, true
+	}
+	p.n, p.granted, p.after, ok = g.flowRoom(ctx, limit, wait)
+	return p, ok
+}
+
+// flowRoom is admit's flow control part: how many of limit the topic's
+// limits let the claim take (n), how many of them the rate limiter granted,
+// and whether it is asked after the claim instead.
+func (g *gate) flowRoom(ctx context.Context, limit int, wait bool) (n, granted int, after, ok bool) {
 	ft := g.flow
 	if !ft.limited() {
-		return permit{n: limit}, true
+		return limit, 0, false, true
 	}
-	after := !g.rateBound && ft.rateNow() > 0
+	after = !g.rateBound && ft.rateNow() > 0
 	var since time.Time
 	why := ""
 	defer func() {
@@ -82,20 +108,19 @@ func (g *gate) admit(ctx context.Context, limit int, wait bool) (p permit, ok bo
 		d := depthInterval - time.Since(r.at)
 		reason := heldQueue
 		if room > 0 && after {
-			return permit{n: room, after: true}, true
+			return room, 0, true, true
 		}
 		if room > 0 {
-			var n, granted int
 			n, granted, d = g.permits(ctx, room, retry)
 			if n > 0 {
 				ft.unclaimed(room - n)
-				return permit{n: n, granted: granted}, true
+				return n, granted, false, true
 			}
 			ft.unclaimed(room)
 			reason = heldRate
 		}
 		if !wait || ctx.Err() != nil {
-			return permit{}, ctx.Err() == nil
+			return 0, 0, false, ctx.Err() == nil
 		}
 		if why != reason {
 			if !since.IsZero() {
@@ -104,7 +129,7 @@ func (g *gate) admit(ctx context.Context, limit int, wait bool) (p permit, ok bo
 			why, since = reason, g.hold(reason)
 		}
 		if !sleep(ctx, max(d, time.Millisecond), nil) {
-			return permit{}, false
+			return 0, 0, false, false
 		}
 	}
 }

@@ -61,16 +61,18 @@ type scanner struct {
 func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 	t := f.opt.Topics[k.topic]
 	log := f.log.With("topic", t.Name, "slot", k.slot)
+	in := newInflight(&f.flows[k.topic].unsettled)
 	return &scanner{
 		f:      f,
 		topic:  t,
 		slot:   k.slot,
 		key:    k,
 		alarm:  a,
-		in:     newInflight(&f.flows[k.topic].unsettled),
+		in:     in,
 		leases: newLeases(),
 		log:    log,
-		gate:   &gate{flow: f.flows[k.topic], q: f.q, topic: t.Topic, m: f.m, log: log},
+		gate: &gate{in: in, batch: f.opt.BatchSize, most: f.opt.MaxInflightBatches * f.opt.BatchSize,
+			flow: f.flows[k.topic], q: f.q, topic: t.Topic, m: f.m, log: log},
 	}
 }
 
