@@ -30,10 +30,11 @@
 // the console), envreport.go (the limits each replica's environment gives),
 // limits.go (the run-time limits), wake.go (the queue's wake-ups ring the
 // scanners' alarms) and keyspace.go (Redis keyspace notifications: idle
-// slots sleep until an event instead of polling). forwarder.go builds them
-// and runs them with ownership.go (the heartbeat, and the slots this
-// replica owns among the live ones), which starts and stops the scanners;
-// flow.go is a topic's flow control on this replica, options.go the
+// slots sleep until an event instead of polling) and ownership.go (the
+// heartbeat, and the slots this replica owns among the live ones).
+// forwarder.go builds them, runs them (ownership apart: Run runs it until
+// ctx ends, then drains) and starts and stops the scanners of the owned
+// slots; flow.go is a topic's flow control on this replica, options.go the
 // options and their defaults, metrics.go the metrics.
 package forwarder
 
@@ -89,6 +90,7 @@ type Forwarder struct {
 	limits      *limitsReader
 	wake        *wakeListener
 	keyspace    *keyspaceWatcher
+	ownership   *ownership
 
 	mu    sync.Mutex
 	owned map[slotKey]*running
@@ -158,7 +160,7 @@ func New(opt Options) (*Forwarder, error) {
 // with what it uses.
 func (f *Forwarder) buildServices() error {
 	opt := &f.opt
-	var errs [8]error
+	var errs [9]error
 	f.reaper, errs[0] = newReaper(reaperConfig{Topics: opt.Topics, Lease: opt.Lease}, f.q, f.m, f.log, f.reaps, f.wakes, &f.ks)
 	f.backlog, errs[1] = newBacklogGauges(backlogConfig{Topics: opt.Topics, Every: opt.BacklogInterval, Owned: f.ownedSlots},
 		f.q, f.m, f.stats, &f.ks)
@@ -172,6 +174,9 @@ func (f *Forwarder) buildServices() error {
 	f.keyspace, errs[7] = newKeyspaceWatcher(keyspaceConfig{Topics: opt.Topics, KeyPrefix: opt.KeyPrefix, Events: opt.KeyspaceEvents,
 		Recheck: opt.keyspaceRecheck, Lease: opt.Lease, PollInterval: opt.PollInterval, SafetyPoll: opt.KeyspacePollInterval},
 		f.q, f.m, f.log, f.topicIndex, &f.ks, f.wakes, f.reaps, f.stats)
+	f.ownership, errs[8] = newOwnership(ownershipConfig{Replica: opt.ReplicaID, KeyPrefix: opt.KeyPrefix,
+		Every: opt.HeartbeatInterval, TTL: opt.HeartbeatTTL, SetLive: f.setLive,
+		Scanning: func() bool { return len(f.ownedSlots()) > 0 }}, f.q, f.m, f.log)
 	return errors.Join(errs[:]...)
 }
 
@@ -188,10 +193,10 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		f.reassign(ctx)
 		<-ctx.Done()
 	} else {
-		f.ownershipLoop(ctx)
+		f.ownership.run(ctx)
 	}
 	if !f.opt.AllSlots {
-		f.leave() // the others take the slots over while we drain
+		f.ownership.leave() // the others take the slots over while we drain
 	}
 	f.assignMu.Lock()
 	f.setOwnedAsync(ctx, nil)

@@ -6,13 +6,16 @@ import (
 )
 
 // Each background loop of a replica (reaper.go, backlog.go, stranded.go,
-// heldstate.go, envreport.go, limits.go, wake.go, keyspace.go) is a small
-// service of its own: a type holding only what it uses, built by its
-// constructor from its config (defaults, validation), with run(ctx), which
-// loops until ctx ends, and runOnce(ctx), one pass, which tests call. New
-// builds them; Run starts them as one group (services) and waits for them
-// after the scanners have drained. Ownership (ownership.go) drives Run
-// itself, and the scanners are started per owned slot (forwarder.go).
+// heldstate.go, envreport.go, limits.go, wake.go, keyspace.go,
+// ownership.go) is a small service of its own: a type holding only what it
+// uses, built by its constructor from its config (defaults, validation),
+// with run(ctx), which loops until ctx ends, and runOnce(ctx), one pass,
+// which tests call (the two listeners, wake.go and keyspace.go, relay a
+// subscription instead: wakeListener.relay, keyspaceWatcher.runOnce reads
+// the setting). New builds them; Run starts them as one group (services)
+// and waits for them after the scanners have drained. Ownership is run by
+// Run itself, outside the group: its end starts the drain. The scanners
+// are started per owned slot (forwarder.go).
 
 // service is a background loop: run returns once ctx has ended.
 type service interface {
