@@ -110,7 +110,7 @@ func (ft *flowTopic) limited() bool { return ft.rateNow() > 0 || ft.hold.Load() 
 func (ft *flowTopic) rateNow() float64 { return math.Float64frombits(ft.rate.Load()) }
 
 // depthNow returns a reading of the hold queue no older than depthInterval,
-// asking the sink when the last one is older. Call with ft.mu held: the
+// asking the sink when the last one is older. Call with ft.mu locked: the
 // topic's scanners on this replica share one reading.
 func (ft *flowTopic) depthNow(ctx context.Context) depthReading {
 	if !ft.reading.at.IsZero() && time.Since(ft.reading.at) < depthInterval {

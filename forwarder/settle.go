@@ -105,7 +105,7 @@ func (h *unrecorded) arm() {
 	}
 }
 
-// take empties h and returns what it held and how many messages that is.
+// take empties h and returns what it had and how many messages that is.
 func (h *unrecorded) take() ([]*delivery, int) {
 	group, n := h.group, h.n
 	h.group, h.n = nil, 0
