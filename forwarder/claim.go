@@ -58,7 +58,7 @@ func (h *aheadClaim) dueBy(m queue.Claimed) time.Time {
 // ctx ends. Messages claimed ahead wait until due (hold.go); a message
 // announced as due before them meanwhile is claimed at once if there is room.
 func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
-	retry := backoff.New(backoff.Policy{Min: claimRetryMin, Max: min(s.f.pollInterval(), claimRetryMax), Jitter: retryJitter})
+	retry := backoff.New(backoff.Policy{Min: claimRetryMin, Max: min(s.pollInterval(), claimRetryMax), Jitter: retryJitter})
 	backlogged := false // the last claim was full: more is due
 	var ahead []aheadClaim
 	defer s.gate.rest(ctx)
@@ -106,11 +106,11 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 		// keyspace.go). A paused slot reports no next: it naps the poll
 		// interval, and Resume's wake-up rings the alarm. A score of +inf
 		// never falls due: the reaper dead-letters it.
-		target := queue.Millis(r.c.Now) + float64(s.f.pollInterval())/float64(time.Millisecond)
+		target := queue.Millis(r.c.Now) + float64(s.pollInterval())/float64(time.Millisecond)
 		if r.c.HasNext {
 			target = min(target, r.c.Next)
 			if math.IsInf(r.c.Next, 1) {
-				s.f.reaps.note(s.key, time.Now())
+				s.reaps.note(s.key, time.Now())
 			}
 		}
 		s.gate.rest(ctx) // what was due is drained
@@ -167,11 +167,11 @@ func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *bac
 	s.alarm.reset()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
 	before := time.Now()
-	c, err := s.f.q.ClaimAhead(cctx, s.topic.Topic, s.slot, limit, s.f.opt.Lease, s.lookAhead())
+	c, err := s.q.ClaimAhead(cctx, s.topic.Topic, s.slot, limit, s.cfg.Lease, s.lookAhead())
 	after := time.Now()
 	cancel()
 	if err != nil {
-		s.f.m.RedisErrs.WithLabelValues("claim").Inc()
+		s.m.RedisErrs.WithLabelValues("claim").Inc()
 		d := retry.Next()
 		s.log.Warn("claim failed", "err", err, "retry_in", d)
 		if wait {
@@ -183,11 +183,11 @@ func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *bac
 	s.gate.paused = c.Paused
 	s.skew = c.Now.Sub(before.Add(after.Sub(before) / 2))
 	if c.Dead > 0 {
-		s.f.m.Dead.WithLabelValues(s.topic.Name).Add(float64(c.Dead))
+		s.m.Dead.WithLabelValues(s.topic.Name).Add(float64(c.Dead))
 		s.log.Warn("messages dead-lettered", "count", c.Dead, "err", "due time -inf can never be honoured")
 	}
 	if n := len(c.Messages); n > 0 {
-		s.f.m.Claimed.WithLabelValues(s.topic.Name).Add(float64(n))
+		s.m.Claimed.WithLabelValues(s.topic.Name).Add(float64(n))
 		s.in.add(n)
 		b := batch{claimed: c.Messages, skew: s.skew, epoch: epoch}
 		*ahead = append(*ahead, aheadClaim{batch: b, msgs: b.claimed, now: c.Now, after: after, leased: before})
@@ -240,7 +240,7 @@ func (s *scanner) waitSink(ctx context.Context) bool {
 	logged, blocked := false, ""
 	defer func() {
 		if blocked != "" {
-			s.f.m.SinkBlocked.DeleteLabelValues(s.topic.Name, blocked)
+			s.m.SinkBlocked.DeleteLabelValues(s.topic.Name, blocked)
 		}
 	}()
 	for {
@@ -257,10 +257,10 @@ func (s *scanner) waitSink(ctx context.Context) bool {
 		if reason, ok := sinks.BlockReason(err); ok {
 			if reason != blocked {
 				if blocked != "" {
-					s.f.m.SinkBlocked.DeleteLabelValues(s.topic.Name, blocked)
+					s.m.SinkBlocked.DeleteLabelValues(s.topic.Name, blocked)
 				}
 				blocked = reason
-				s.f.m.SinkBlocked.WithLabelValues(s.topic.Name, reason).Set(1)
+				s.m.SinkBlocked.WithLabelValues(s.topic.Name, reason).Set(1)
 			}
 			wait.Reset()
 		} else if !logged && time.Since(since) > sinkQuietFor {

@@ -26,9 +26,9 @@ const claimAhead = 100 * time.Millisecond
 // seen by the next claim only; that is promised within the poll interval,
 // and a hold longer than it would put the next claim off beyond it.
 func (s *scanner) lookAhead() time.Duration {
-	d := min(claimAhead, s.f.opt.Lease/10)
-	if s.f.ks.get() == modePoll {
-		d = min(d, s.f.opt.PollInterval)
+	d := min(claimAhead, s.cfg.Lease/10)
+	if s.ks.get() == modePoll {
+		d = min(d, s.cfg.PollInterval)
 	}
 	return d
 }
@@ -48,7 +48,7 @@ func (s *scanner) part(h *aheadClaim, n int) batch {
 // replica dies, the slot's next owner reaps it when it acquires the slot,
 // and if it lives, its own reaper looks when the lease could expire.
 func (s *scanner) leased() {
-	s.f.reaps.note(s.key, time.Now().Add(s.f.opt.Lease+reapGrace(s.f.opt.Lease)))
+	s.reaps.note(s.key, time.Now().Add(s.cfg.Lease+reapGrace(s.cfg.Lease)))
 }
 
 // handOver hands messages claimed ahead to handoff as they fall due: those

@@ -58,11 +58,12 @@ func (k *keyspaceState) get() string {
 // The safety poll of the notification modes is shortened by up to a tenth
 // at random: every slot starts (and sweeps) at the same moment, and its
 // claims would otherwise arrive as one burst per interval forever.
-func (f *Forwarder) pollInterval() time.Duration {
-	if f.ks.get() == modePoll {
-		return f.opt.PollInterval
+// poll is the interval while polling, safety the safety poll.
+func (k *keyspaceState) pollInterval(poll, safety time.Duration) time.Duration {
+	if k.get() == modePoll {
+		return poll
 	}
-	d := f.opt.KeyspacePollInterval
+	d := safety
 	return d - time.Duration(rand.Int64N(int64(d/10)+1))
 }
 

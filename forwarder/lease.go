@@ -63,7 +63,7 @@ func (l *leases) stale(cutoff, now time.Time) []string {
 // keepLeases renews, every third of a lease, the leases of batches in flight
 // for more than a third of one, until ctx ends.
 func (s *scanner) keepLeases(ctx context.Context) {
-	lease := s.f.opt.Lease
+	lease := s.cfg.Lease
 	every := max(lease/3, 10*time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -79,10 +79,10 @@ func (s *scanner) keepLeases(ctx context.Context) {
 			continue
 		}
 		ectx, cancel := context.WithTimeout(ctx, min(every, redisTimeout))
-		n, err := s.f.q.Extend(ectx, s.topic.Topic, s.slot, members, lease)
+		n, err := s.q.Extend(ectx, s.topic.Topic, s.slot, members, lease)
 		cancel()
 		if err != nil {
-			s.f.m.RedisErrs.WithLabelValues("extend").Inc()
+			s.m.RedisErrs.WithLabelValues("extend").Inc()
 			s.log.Warn("renewing leases failed; they may be reaped and published again", "count", len(members), "err", err)
 			continue
 		}

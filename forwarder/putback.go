@@ -25,7 +25,7 @@ const (
 // succeeded. Each try has redisTimeout and outlives ctx, so a write made
 // during shutdown is tried once.
 func (s *scanner) redisRetry(ctx context.Context, op string, fn func(context.Context) error) bool {
-	giveUp := time.Now().Add(s.f.opt.Lease / 2)
+	giveUp := time.Now().Add(s.cfg.Lease / 2)
 	wait := backoff.New(backoff.Policy{Min: redisRetryMin, Max: redisRetryMax, Jitter: retryJitter})
 	for {
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
@@ -34,7 +34,7 @@ func (s *scanner) redisRetry(ctx context.Context, op string, fn func(context.Con
 		if err == nil {
 			return true
 		}
-		s.f.m.RedisErrs.WithLabelValues(op).Inc()
+		s.m.RedisErrs.WithLabelValues(op).Inc()
 		if time.Now().After(giveUp) || ctx.Err() != nil {
 			s.log.Error("redis write failed; the reaper will return these messages after their lease", "op", op, "err", err)
 			return false
@@ -69,13 +69,13 @@ func (s *scanner) putBack(ctx context.Context, members []string, why string) boo
 		return true
 	}
 	ok := s.redisRetry(ctx, "release", func(c context.Context) error {
-		_, err := s.f.q.Release(c, s.topic.Topic, s.slot, members)
+		_, err := s.q.Release(c, s.topic.Topic, s.slot, members)
 		return err
 	})
 	if !ok {
 		s.log.Warn("putting messages back failed; the reaper returns them after their lease", "count", len(members), "why", why)
 		return false
 	}
-	s.f.m.Released.WithLabelValues(s.topic.Name).Add(float64(len(members)))
+	s.m.Released.WithLabelValues(s.topic.Name).Add(float64(len(members)))
 	return true
 }

@@ -43,20 +43,20 @@ func (s *scanner) settleTicks(ctx context.Context, ticks []string, confirmed boo
 	var st queue.TickSettlement
 	s.redisRetry(ctx, op, func(c context.Context) error {
 		var err error
-		st, err = s.f.q.SettleTicks(c, s.topic.Topic, s.slot, ticks, confirmed, now)
+		st, err = s.q.SettleTicks(c, s.topic.Topic, s.slot, ticks, confirmed, now)
 		return err
 	})
 	if !st.Earliest.IsZero() { // the next tick waits in this slot: its scanner looks again by then
-		s.f.wakes.wake(s.key, float64(st.Earliest.UnixMilli()))
+		s.wakes.wake(s.key, float64(st.Earliest.UnixMilli()))
 	}
 	name := s.topic.Name
 	if confirmed {
-		s.f.m.TicksDelivered.WithLabelValues(name).Add(float64(len(ticks)))
+		s.m.TicksDelivered.WithLabelValues(name).Add(float64(len(ticks)))
 	}
 	if st.Skipped > 0 {
-		s.f.m.TicksSkipped.WithLabelValues(name).Add(float64(st.Skipped))
+		s.m.TicksSkipped.WithLabelValues(name).Add(float64(st.Skipped))
 	}
 	if st.Unreadable > 0 {
-		s.f.repeats.Add(slog.LevelError, name, "recurrence tick unreadable: its recurrence stops until it is set again", st.Unreadable, st.Err.Error())
+		s.repeats.Add(slog.LevelError, name, "recurrence tick unreadable: its recurrence stops until it is set again", st.Unreadable, st.Err.Error())
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/delaybridge/delaybridge/internal/backoff"
+	"github.com/delaybridge/delaybridge/internal/logrepeat"
+	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
@@ -42,7 +45,9 @@ const retryJitter = 0.2
 // renew), putback.go the two ways every stage writes: redisRetry, and
 // putBack for members that go back without an attempt.
 type scanner struct {
-	f     *Forwarder
+	cfg   scannerConfig
+	q     *queue.Queue
+	m     *Metrics
 	topic Topic
 	slot  int
 	key   slotKey
@@ -56,14 +61,36 @@ type scanner struct {
 	skew time.Duration
 	// gate is the slot's door to its topic's flow control (gate.go).
 	gate *gate
+	// What the replica shares with the scanner: the keyspace mode in force
+	// (the poll interval), the reaper's schedule (leases set), the slots'
+	// alarms (a recurrence's next tick) and the repeating-failure log.
+	ks      *keyspaceState
+	reaps   *reapSchedule
+	wakes   *wakeups
+	repeats *logrepeat.Log
+}
+
+// scannerConfig is what a scanner uses of the Options.
+type scannerConfig struct {
+	Lease, ShutdownTimeout time.Duration
+	// PollInterval and SafetyPoll are the longest an idle slot sleeps
+	// without and with keyspace notifications.
+	PollInterval, SafetyPoll time.Duration
+	MaxAttempts              int
+	// Retry is a refused message's retry schedule (retryPolicy).
+	Retry backoff.Policy
 }
 
 func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 	t := f.opt.Topics[k.topic]
 	log := f.log.With("topic", t.Name, "slot", k.slot)
 	in := newInflight(&f.flows[k.topic].unsettled)
+	opt := &f.opt
 	return &scanner{
-		f:      f,
+		cfg: scannerConfig{Lease: opt.Lease, ShutdownTimeout: opt.ShutdownTimeout, PollInterval: opt.PollInterval,
+			SafetyPoll: opt.KeyspacePollInterval, MaxAttempts: opt.MaxAttempts, Retry: f.retry},
+		q:      f.q,
+		m:      f.m,
 		topic:  t,
 		slot:   k.slot,
 		key:    k,
@@ -71,9 +98,19 @@ func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 		in:     in,
 		leases: newLeases(),
 		log:    log,
-		gate: &gate{in: in, batch: f.opt.BatchSize, most: f.opt.MaxInflightBatches * f.opt.BatchSize,
+		gate: &gate{in: in, batch: opt.BatchSize, most: opt.MaxInflightBatches * opt.BatchSize,
 			flow: f.flows[k.topic], q: f.q, topic: t.Topic, m: f.m, log: log},
+		ks:      &f.ks,
+		reaps:   f.reaps,
+		wakes:   f.wakes,
+		repeats: f.repeats,
 	}
+}
+
+// pollInterval is the longest the slot sleeps idle in the keyspace mode in
+// force (keyspaceState.pollInterval).
+func (s *scanner) pollInterval() time.Duration {
+	return s.ks.pollInterval(s.cfg.PollInterval, s.cfg.SafetyPoll)
 }
 
 // pipelineDepth is how many batches may wait between two stages of the
@@ -83,7 +120,6 @@ const pipelineDepth = 64
 // run claims until ctx ends, then lets the batches already claimed finish
 // within the shutdown timeout; what is not confirmed by then is returned.
 func (s *scanner) run(ctx context.Context) {
-	opt := &s.f.opt
 	// In-flight batches outlive ctx by at most the shutdown timeout.
 	drain, cancelDrain := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelDrain()
@@ -95,7 +131,7 @@ func (s *scanner) run(ctx context.Context) {
 		case <-finished:
 			return
 		}
-		t := time.NewTimer(opt.ShutdownTimeout)
+		t := time.NewTimer(s.cfg.ShutdownTimeout)
 		defer t.Stop()
 		select {
 		case <-t.C:

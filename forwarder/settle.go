@@ -135,8 +135,8 @@ func (s *scanner) await(ctx context.Context, d *delivery) {
 	}
 	name := s.topic.Name
 	confirmed := time.Now()
-	s.f.m.Latency.WithLabelValues(name).Observe(confirmed.Sub(d.began).Seconds())
-	lateness := s.f.m.Lateness.WithLabelValues(name)
+	s.m.Latency.WithLabelValues(name).Observe(confirmed.Sub(d.began).Seconds())
+	lateness := s.m.Lateness.WithLabelValues(name)
 	redisNow := confirmed.Add(d.b.skew)
 	for i, e := range d.results {
 		if e == nil {
@@ -251,9 +251,9 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 			s.leases.drop(d.b.lease)
 		}
 	}()
-	st := sortOut(group, s.f.retry, s.f.opt.MaxAttempts)
+	st := sortOut(group, s.cfg.Retry, s.cfg.MaxAttempts)
 	for o, n := range st.failed {
-		s.f.m.Failures.WithLabelValues(s.topic.Name, o.String()).Add(float64(n))
+		s.m.Failures.WithLabelValues(s.topic.Name, o.String()).Add(float64(n))
 	}
 	now := time.Now().Add(group[len(group)-1].b.skew) // Redis's clock
 	s.ack(ctx, &st, now)
@@ -269,13 +269,13 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 func (s *scanner) ack(ctx context.Context, st *settlement, now time.Time) {
 	if len(st.acks) > 0 {
 		s.redisRetry(ctx, "ack", func(c context.Context) error {
-			_, err := s.f.q.AckIDs(c, s.topic.Topic, s.slot, st.acks, st.ackIDs)
+			_, err := s.q.AckIDs(c, s.topic.Topic, s.slot, st.acks, st.ackIDs)
 			return err
 		})
 	}
 	s.settleTicks(ctx, st.ackTicks, true, now)
 	if n := len(st.acks) + len(st.ackTicks); n > 0 {
-		s.f.m.Published.WithLabelValues(s.topic.Name).Add(float64(n))
+		s.m.Published.WithLabelValues(s.topic.Name).Add(float64(n))
 	}
 }
 
@@ -288,7 +288,7 @@ func (s *scanner) release(ctx context.Context, members []string, unsent, blocked
 	}
 	s.putBack(ctx, members, backUnsettled)
 	if lost := len(members) - unsent - blocked; lost > 0 {
-		s.f.repeats.Add(slog.LevelWarn, s.topic.Name, "publish failed on the connection; returned without an attempt", lost, "")
+		s.repeats.Add(slog.LevelWarn, s.topic.Name, "publish failed on the connection; returned without an attempt", lost, "")
 	}
 	if unsent > 0 {
 		s.log.Info("returned unpublished after an earlier batch went back, to keep the slot's order", "count", unsent)
@@ -308,7 +308,7 @@ func (s *scanner) retry(ctx context.Context, failures []queue.Failure, noDestina
 	var outs []queue.Outcome // stays empty if Redis could not be written
 	s.redisRetry(ctx, "retry", func(c context.Context) error {
 		var err error
-		outs, err = s.f.q.RetryAll(c, s.topic.Topic, s.slot, failures, s.f.opt.MaxAttempts)
+		outs, err = s.q.RetryAll(c, s.topic.Topic, s.slot, failures, s.cfg.MaxAttempts)
 		return err
 	})
 	// One log line per topic, outcome and interval (internal/logrepeat): a refusal
@@ -326,16 +326,16 @@ func (s *scanner) retry(ctx context.Context, failures []queue.Failure, noDestina
 		}
 	}
 	if retried > 0 {
-		s.f.m.Retried.WithLabelValues(s.topic.Name).Add(float64(retried))
+		s.m.Retried.WithLabelValues(s.topic.Name).Add(float64(retried))
 		if noDestination {
-			s.f.repeats.Add(slog.LevelWarn, s.topic.Name, "publish refused: destination missing or no route, will retry", retried, retryReason)
+			s.repeats.Add(slog.LevelWarn, s.topic.Name, "publish refused: destination missing or no route, will retry", retried, retryReason)
 		} else {
-			s.f.repeats.Add(slog.LevelInfo, s.topic.Name, "publish failed, will retry", retried, retryReason)
+			s.repeats.Add(slog.LevelInfo, s.topic.Name, "publish failed, will retry", retried, retryReason)
 		}
 	}
 	if dead > 0 {
-		s.f.m.Dead.WithLabelValues(s.topic.Name).Add(float64(dead))
-		s.f.repeats.Add(slog.LevelWarn, s.topic.Name, "messages dead-lettered", dead, deadReason)
+		s.m.Dead.WithLabelValues(s.topic.Name).Add(float64(dead))
+		s.repeats.Add(slog.LevelWarn, s.topic.Name, "messages dead-lettered", dead, deadReason)
 	}
 	return outs
 }
