@@ -1,22 +1,54 @@
 package forwarder
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/delaybridge/delaybridge/queue"
 )
 
-// backlogLoop refreshes the backlog gauges of the owned slots until ctx ends.
-// With keyspace notifications of every class (modeAll) a slot is read again
-// only when it may have changed: an event or a wake-up came for it, or time
-// alone changes its numbers (a message falls due, or some are overdue); else
-// its last numbers are reused. Without them every slot is read each time.
-func (f *Forwarder) backlogLoop(ctx context.Context) {
+// backlogGauges refreshes the backlog gauges of the owned slots. With
+// keyspace notifications of every class (modeAll) a slot is read again only
+// when it may have changed: an event or a wake-up came for it, or time alone
+// changes its numbers (a message falls due, or some are overdue); else its
+// last numbers are reused. Without them every slot is read each time.
+type backlogGauges struct {
+	q      *queue.Queue
+	m      *Metrics
+	topics []Topic
+	every  time.Duration
+	owned  func() []slotKey // the slots scanned now
+	stats  *statsCache
+	ks     *keyspaceState
+	passed passes // tests: signalled after each pass
+}
+
+// backlogConfig configures backlogGauges.
+type backlogConfig struct {
+	Topics []Topic
+	// Every is how often every owned slot is read (default 10 s); a slot
+	// acquired is read at once.
+	Every time.Duration
+	Owned func() []slotKey
+}
+
+func newBacklogGauges(cfg backlogConfig, q *queue.Queue, m *Metrics, stats *statsCache, ks *keyspaceState) (*backlogGauges, error) {
+	every := cmp.Or(cfg.Every, 10*time.Second)
+	if every <= 0 || cfg.Owned == nil {
+		return nil, fmt.Errorf("backlog gauges: interval %s, owned slots set %t: want a positive interval and the owned slots", every, cfg.Owned != nil)
+	}
+	return &backlogGauges{q: q, m: m, topics: cfg.Topics, every: every, owned: cfg.Owned, stats: stats, ks: ks}, nil
+}
+
+// run refreshes the gauges every interval, and at once when slots without
+// numbers are acquired, until ctx ends.
+func (g *backlogGauges) run(ctx context.Context) {
 	for {
-		f.refreshBacklog(ctx)
-		if !sleep(ctx, f.opt.BacklogInterval, f.stats.kick) {
+		g.runOnce(ctx)
+		if !sleep(ctx, g.every, g.stats.kick) {
 			return
 		}
 	}
@@ -32,26 +64,30 @@ type backlog struct {
 	paused, sampled bool
 }
 
-func (f *Forwarder) refreshBacklog(ctx context.Context) {
-	per := make([]backlog, len(f.opt.Topics))
-	owned := f.ownedSlots()
-	f.stats.keep(owned)
-	events := f.ks.get() == modeAll
+// runOnce reads the owned slots' numbers (those that may have changed) and
+// sets the gauges; a failed read keeps the last values rather than report
+// a partial sum.
+func (g *backlogGauges) runOnce(ctx context.Context) {
+	defer g.passed.signal()
+	per := make([]backlog, len(g.topics))
+	owned := g.owned()
+	g.stats.keep(owned)
+	events := g.ks.get() == modeAll
 	for _, k := range owned {
-		st, fresh := f.stats.reuse(k, events)
+		st, fresh := g.stats.reuse(k, events)
 		if !fresh {
 			sctx, cancel := context.WithTimeout(ctx, redisTimeout)
 			var err error
-			st, err = f.q.Stats(sctx, f.opt.Topics[k.topic].Topic, k.slot)
+			st, err = g.q.Stats(sctx, g.topics[k.topic].Topic, k.slot)
 			cancel()
 			if err != nil {
-				f.stats.mark(k)
+				g.stats.mark(k)
 				if ctx.Err() == nil {
-					f.m.RedisErrs.WithLabelValues("stats").Inc()
+					g.m.RedisErrs.WithLabelValues("stats").Inc()
 				}
 				return // keep the last values rather than report a partial sum
 			}
-			f.stats.store(k, st)
+			g.stats.store(k, st)
 		}
 		p := &per[k.topic]
 		p.scheduled += st.Scheduled
@@ -66,40 +102,40 @@ func (f *Forwarder) refreshBacklog(ctx context.Context) {
 			p.oldest = max(p.oldest, st.Now.Sub(st.OldestOverdue))
 		}
 	}
-	if !f.probePaused(ctx, per) {
+	if !g.probePaused(ctx, per) {
 		return
 	}
-	for i, t := range f.opt.Topics {
-		g, b := f.m.Backlog, per[i]
-		g.WithLabelValues(t.Name, "scheduled").Set(float64(b.scheduled))
-		g.WithLabelValues(t.Name, "overdue").Set(float64(b.overdue))
-		g.WithLabelValues(t.Name, "retrying").Set(float64(b.retrying))
-		g.WithLabelValues(t.Name, "inflight").Set(float64(b.inflight))
-		g.WithLabelValues(t.Name, "dead").Set(float64(b.dead))
-		f.m.Overdue.WithLabelValues(t.Name).Set(b.oldest.Seconds())
-		f.m.Recurrences.WithLabelValues(t.Name).Set(float64(b.recurring))
+	for i, t := range g.topics {
+		gauge, b := g.m.Backlog, per[i]
+		gauge.WithLabelValues(t.Name, "scheduled").Set(float64(b.scheduled))
+		gauge.WithLabelValues(t.Name, "overdue").Set(float64(b.overdue))
+		gauge.WithLabelValues(t.Name, "retrying").Set(float64(b.retrying))
+		gauge.WithLabelValues(t.Name, "inflight").Set(float64(b.inflight))
+		gauge.WithLabelValues(t.Name, "dead").Set(float64(b.dead))
+		g.m.Overdue.WithLabelValues(t.Name).Set(b.oldest.Seconds())
+		g.m.Recurrences.WithLabelValues(t.Name).Set(float64(b.recurring))
 		paused := 0.0
 		if b.paused {
 			paused = 1
 		}
-		f.m.Paused.WithLabelValues(t.Name).Set(paused)
+		g.m.Paused.WithLabelValues(t.Name).Set(paused)
 	}
 }
 
 // probePaused reads slot 0 of every topic this replica owns no slot of, so
 // topic_paused is right on every replica, not only on the slots' owners
 // (a max over replicas then never hides a pause). False on an error.
-func (f *Forwarder) probePaused(ctx context.Context, per []backlog) bool {
-	for i, t := range f.opt.Topics {
+func (g *backlogGauges) probePaused(ctx context.Context, per []backlog) bool {
+	for i, t := range g.topics {
 		if per[i].sampled {
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, redisTimeout)
-		st, err := f.q.Stats(sctx, t.Topic, 0)
+		st, err := g.q.Stats(sctx, t.Topic, 0)
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
-				f.m.RedisErrs.WithLabelValues("stats").Inc()
+				g.m.RedisErrs.WithLabelValues("stats").Inc()
 			}
 			return false
 		}

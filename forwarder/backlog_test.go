@@ -46,7 +46,7 @@ func TestBacklogGaugesCountStatesAndTheOldestOverdueAge(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.owned = map[slotKey]*running{{0, 0}: {}, {0, 1}: {}, {1, 0}: {}}
-	f.refreshBacklog(ctx)
+	f.backlog.runOnce(ctx)
 
 	got := gatherSeries(t, reg)
 	age := got[`delaybridge_oldest_overdue_seconds{topic="orders"}`]
@@ -92,7 +92,7 @@ func TestTopicPausedGaugeIsOneWhilePausedOnOwnersAndOthers(t *testing.T) {
 		got := gatherSeries(t, reg)
 		return got[`delaybridge_topic_paused{topic="orders"}`], got[`delaybridge_topic_paused{topic="other"}`]
 	}
-	f.refreshBacklog(ctx)
+	f.backlog.runOnce(ctx)
 	if o, x := gauges(); o != 0 || x != 0 {
 		t.Fatalf("before pause: orders %v, other %v; want 0, 0", o, x)
 	}
@@ -101,12 +101,12 @@ func TestTopicPausedGaugeIsOneWhilePausedOnOwnersAndOthers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f.refreshBacklog(ctx)
+	f.backlog.runOnce(ctx)
 	if o, x := gauges(); o != 1 || x != 1 {
 		t.Errorf("paused: orders %v, other %v; want 1, 1", o, x)
 	}
 	q.Resume(ctx, orders)
-	f.refreshBacklog(ctx)
+	f.backlog.runOnce(ctx)
 	if o, x := gauges(); o != 0 || x != 1 {
 		t.Errorf("orders resumed: orders %v, other %v; want 0, 1", o, x)
 	}

@@ -33,45 +33,71 @@ type batch struct {
 	lease uint64
 }
 
+// aheadClaim is the batch of one claim that the scanner has not handed
+// over in full yet (hold.go): part of it may be claimed ahead, not due yet.
+type aheadClaim struct {
+	batch
+	// msgs are the messages not handed over yet, in score order: the tail
+	// of batch.claimed.
+	msgs []queue.Claimed
+	// now is Redis's clock when the claim ran; after is the local time the
+	// claim returned. Redis read now before after, so at local time
+	// after+d Redis's clock reads at least now+d: a member of score sc is
+	// due by after + (sc - now).
+	now, after time.Time
+	// leased is the local time the claim set the leases, no later than
+	// Redis did.
+	leased time.Time
+}
+
+func (h *aheadClaim) dueBy(m queue.Claimed) time.Time {
+	return h.after.Add(queue.MillisTime(m.Score).Sub(h.now))
+}
+
 // claimLoop claims batches in score order and hands each to handoff, until
-// ctx ends. Messages claimed ahead are held until due (hold.go); a message
+// ctx ends. Messages claimed ahead wait until due (hold.go); a message
 // announced as due before them meanwhile is claimed at once if there is room.
 func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
-	retry := backoff.New(backoff.Policy{Min: claimRetryMin, Max: min(s.f.pollInterval(), claimRetryMax), Jitter: retryJitter})
+	retry := backoff.New(backoff.Policy{Min: claimRetryMin, Max: min(s.pollInterval(), claimRetryMax), Jitter: retryJitter})
 	backlogged := false // the last claim was full: more is due
-	var held []heldClaim
-	defer s.returnOwed(ctx)
+	var ahead []aheadClaim
+	defer s.gate.rest(ctx)
 	for ctx.Err() == nil {
-		limit, epoch, ok := s.room(ctx, held, backlogged)
-		if !ok {
-			s.returnHeld(ctx, held)
+		// With nothing claimed ahead the claimer waits for a connected
+		// sink and for room; while messages claimed ahead wait it does not
+		// (they must be handed over on time): the gate may admit none.
+		wait := len(ahead) == 0
+		if wait && !s.waitSink(ctx) {
 			return
 		}
-		c, claimed, back := queue.Claim{}, false, 0
-		if limit > 0 {
-			if c, claimed, back, limit, ok = s.gatedClaim(ctx, limit, epoch, retry, &held); !ok {
-				s.returnHeld(ctx, held)
-				return
-			}
+		p, ok := s.gate.admit(ctx, wait, backlogged)
+		if !ok {
+			s.returnAhead(ctx, ahead)
+			return
 		}
-		if len(held) > 0 {
-			rest, ok := s.handOver(ctx, held, limit > 0, handoff)
+		limit := p.n
+		var r round
+		if limit > 0 {
+			r = s.claimAdmitted(ctx, p, retry, &ahead)
+		}
+		if len(ahead) > 0 {
+			rest, ok := s.handOver(ctx, ahead, limit > 0, handoff)
 			if !ok {
 				return
 			}
-			if held = rest; len(held) > 0 {
+			if ahead = rest; len(ahead) > 0 {
 				continue // an earlier message was announced: claim it first
 			}
 		}
-		if !claimed {
+		if !r.claimed {
 			continue
 		}
-		if back > 0 {
+		if r.back > 0 {
 			backlogged = false
 			continue // what went back is due: ask the limit first, then claim it
 		}
 		// Members dead-lettered by the claim took room in it too.
-		if backlogged = len(c.Messages)+c.Dead >= limit; backlogged {
+		if backlogged = len(r.c.Messages)+r.c.Dead >= limit; backlogged {
 			continue // more may be due already
 		}
 		// Look again when the next message falls due, at the latest after
@@ -80,72 +106,72 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 		// keyspace.go). A paused slot reports no next: it naps the poll
 		// interval, and Resume's wake-up rings the alarm. A score of +inf
 		// never falls due: the reaper dead-letters it.
-		target := queue.Millis(c.Now) + float64(s.f.pollInterval())/float64(time.Millisecond)
-		if c.HasNext {
-			target = min(target, c.Next)
-			if math.IsInf(c.Next, 1) {
-				s.f.reaps.note(s.key, time.Now())
+		target := queue.Millis(r.c.Now) + float64(s.pollInterval())/float64(time.Millisecond)
+		if r.c.HasNext {
+			target = min(target, r.c.Next)
+			if math.IsInf(r.c.Next, 1) {
+				s.reaps.note(s.key, time.Now())
 			}
 		}
-		s.returnOwed(ctx)
-		s.rateBound = false // what was due is drained: claim first again
+		s.gate.rest(ctx) // what was due is drained
 		if !s.nap(ctx, target, s.skew) {
 			return
 		}
 	}
 }
 
-// gatedClaim claims up to limit messages as far as flow control lets it:
-// it may lower the limit (returned), or hold the slot until it may claim.
-// back is how many the claim took that the rate limit sent back (permitClaim).
-// ok is false when ctx ended.
-func (s *scanner) gatedClaim(ctx context.Context, limit int, epoch uint64, retry *backoff.Backoff, held *[]heldClaim) (c queue.Claim, claimed bool, back, n int, ok bool) {
-	first := s.claimFirst()
-	n, granted, ok := s.gate(ctx, limit, len(*held) == 0, first)
-	if !ok || n == 0 {
-		return c, false, 0, n, ok
-	}
-	c, claimed = s.claim(ctx, n, epoch, retry, held, len(*held) == 0)
-	switch {
-	case first && claimed:
-		back = s.permitClaim(ctx, n, c, held)
-	case first:
-		s.flow.unclaimed(n)
-	default:
-		s.giveBack(n, granted, c, claimed)
-	}
-	return c, claimed, back, n, true
+// round is one admitted claim.
+type round struct {
+	c       queue.Claim
+	claimed bool // the claim ran (false: it failed)
+	back    int  // how many it took that the rate limit refused (put back)
 }
 
-// room is how many messages the next claim may take and its epoch. With
-// nothing held it waits for a connected sink and for room; while messages
-// are held it does not wait (they must be handed over on time): 0 means no
-// claim now. ok is false when ctx ended.
-func (s *scanner) room(ctx context.Context, held []heldClaim, backlogged bool) (limit int, epoch uint64, ok bool) {
-	opt := &s.f.opt
-	if len(held) > 0 {
-		limit, epoch = s.in.room(opt.BatchSize, opt.MaxInflightBatches*opt.BatchSize)
-		return limit, epoch, ctx.Err() == nil
+// claimAdmitted claims as many messages as the gate admitted (p) and adds
+// them to ahead, then gives the gate back what the claim did not use; the
+// tail the rate limit refused goes back at once.
+func (s *scanner) claimAdmitted(ctx context.Context, p permit, retry *backoff.Backoff, ahead *[]aheadClaim) round {
+	var r round
+	r.c, r.claimed = s.claim(ctx, p.n, p.epoch, retry, ahead, len(*ahead) == 0)
+	if refused := s.gate.takeBack(ctx, p, len(r.c.Messages), r.c.Dead, r.claimed); refused > 0 {
+		r.back = s.refuse(ctx, ahead, refused)
 	}
-	if !s.waitSink(ctx) {
-		return 0, 0, false
-	}
-	return s.in.waitRoom(ctx, opt.BatchSize, opt.MaxInflightBatches*opt.BatchSize, backlogged)
+	return r
 }
 
-// claim claims up to limit messages ahead and adds them to held. A failed
+// refuse puts the last n messages claimed (the tail of the last of ahead)
+// back at their due times: the rate limit did not grant them. The slot's
+// order is kept, as they were claimed after every other.
+func (s *scanner) refuse(ctx context.Context, ahead *[]aheadClaim, n int) int {
+	h := &(*ahead)[len(*ahead)-1]
+	rest := h.msgs[len(h.msgs)-n:]
+	h.msgs = h.msgs[:len(h.msgs)-n]
+	h.claimed = h.claimed[:len(h.claimed)-n]
+	if len(h.msgs) == 0 {
+		*ahead = (*ahead)[:len(*ahead)-1]
+	}
+	members := make([]string, len(rest))
+	for i, m := range rest {
+		members[i] = m.Member
+	}
+	s.putBack(ctx, members, backRefused)
+	s.in.settle(n)
+	return n
+}
+
+// claim claims up to limit messages ahead and adds them to ahead. A failed
 // claim is logged and, when wait, waited out with the retry back-off (not
-// while messages are held: they are handed over first). claimed is false
-// when the claim failed.
-func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *backoff.Backoff, held *[]heldClaim, wait bool) (c queue.Claim, claimed bool) {
+// while messages claimed ahead wait: they are handed over first). claimed
+// is false when the claim failed.
+func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *backoff.Backoff, ahead *[]aheadClaim, wait bool) (c queue.Claim, claimed bool) {
 	s.alarm.reset()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
 	before := time.Now()
-	c, err := s.f.q.ClaimAhead(cctx, s.topic.Topic, s.slot, limit, s.f.opt.Lease, s.lookAhead())
+	c, err := s.q.ClaimAhead(cctx, s.topic.Topic, s.slot, limit, s.cfg.Lease, s.lookAhead())
 	after := time.Now()
 	cancel()
 	if err != nil {
-		s.f.m.RedisErrs.WithLabelValues("claim").Inc()
+		s.m.RedisErrs.WithLabelValues("claim").Inc()
 		d := retry.Next()
 		s.log.Warn("claim failed", "err", err, "retry_in", d)
 		if wait {
@@ -154,17 +180,17 @@ func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *bac
 		return c, false
 	}
 	retry.Reset()
-	s.paused = c.Paused
+	s.gate.paused = c.Paused
 	s.skew = c.Now.Sub(before.Add(after.Sub(before) / 2))
 	if c.Dead > 0 {
-		s.f.m.Dead.WithLabelValues(s.topic.Name).Add(float64(c.Dead))
+		s.m.Dead.WithLabelValues(s.topic.Name).Add(float64(c.Dead))
 		s.log.Warn("messages dead-lettered", "count", c.Dead, "err", "due time -inf can never be honoured")
 	}
 	if n := len(c.Messages); n > 0 {
-		s.f.m.Claimed.WithLabelValues(s.topic.Name).Add(float64(n))
+		s.m.Claimed.WithLabelValues(s.topic.Name).Add(float64(n))
 		s.in.add(n)
 		b := batch{claimed: c.Messages, skew: s.skew, epoch: epoch}
-		*held = append(*held, heldClaim{batch: b, msgs: b.claimed, now: c.Now, after: after, leased: before})
+		*ahead = append(*ahead, aheadClaim{batch: b, msgs: b.claimed, now: c.Now, after: after, leased: before})
 	}
 	return c, true
 }
@@ -214,7 +240,7 @@ func (s *scanner) waitSink(ctx context.Context) bool {
 	logged, blocked := false, ""
 	defer func() {
 		if blocked != "" {
-			s.f.m.SinkBlocked.DeleteLabelValues(s.topic.Name, blocked)
+			s.m.SinkBlocked.DeleteLabelValues(s.topic.Name, blocked)
 		}
 	}()
 	for {
@@ -231,10 +257,10 @@ func (s *scanner) waitSink(ctx context.Context) bool {
 		if reason, ok := sinks.BlockReason(err); ok {
 			if reason != blocked {
 				if blocked != "" {
-					s.f.m.SinkBlocked.DeleteLabelValues(s.topic.Name, blocked)
+					s.m.SinkBlocked.DeleteLabelValues(s.topic.Name, blocked)
 				}
 				blocked = reason
-				s.f.m.SinkBlocked.WithLabelValues(s.topic.Name, reason).Set(1)
+				s.m.SinkBlocked.WithLabelValues(s.topic.Name, reason).Set(1)
 			}
 			wait.Reset()
 		} else if !logged && time.Since(since) > sinkQuietFor {

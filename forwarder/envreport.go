@@ -1,14 +1,19 @@
 package forwarder
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/delaybridge/delaybridge/flowstate"
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // The limits this replica's environment gives each topic (Options.Flow)
-// are known only here; envLoop reports them (flowstate.ReportEnv) so stats,
+// are known only here; envReporter reports them (flowstate.ReportEnv) so stats,
 // replicas, topics and the console show what the daemons run with, and
 // where replicas were started with different limits. Only a topic whose
 // environment sets a limit is reported: a topic without one costs nothing,
@@ -22,59 +27,104 @@ import (
 // only write), and deleted at shutdown. A report that cannot be written
 // (Redis down) is retried at the next renewal, never fatal.
 
-// envLoop reports the limited topics' environment limits until ctx ends,
-// then deletes this replica's reports.
-func (f *Forwarder) envLoop(ctx context.Context) {
-	var limited []*flowTopic
-	for _, ft := range f.flows {
-		if ft.envLimits().Source != "" {
-			limited = append(limited, ft)
+// envReporter reports the limited topics' environment limits.
+type envReporter struct {
+	q       *flowstate.Store
+	m       *Metrics
+	log     *slog.Logger
+	replica string
+	ttl     time.Duration
+	topics  []envTopic
+	// reported: topics[i]'s report was written at least once.
+	reported []bool
+	passed   passes // tests: signalled after each pass
+}
+
+// envTopic is one limited topic and the limits its environment gives it.
+type envTopic struct {
+	topic  queue.Topic
+	limits flowstate.Limits
+}
+
+// envReporterConfig configures an envReporter.
+type envReporterConfig struct {
+	Replica string
+	// TTL is how long a report lives (default 5 s); it is renewed every
+	// half of it.
+	TTL time.Duration
+	// Topics are every topic with its environment's flow control; only
+	// those with a limit are reported.
+	Topics []Topic
+	Flow   map[string]Flow
+}
+
+func newEnvReporter(cfg envReporterConfig, q *flowstate.Store, m *Metrics, log *slog.Logger) (*envReporter, error) {
+	if cfg.Replica == "" {
+		return nil, errors.New("env reporter: no replica id")
+	}
+	r := &envReporter{q: q, m: m, log: log, replica: cfg.Replica, ttl: cmp.Or(cfg.TTL, 5*time.Second)}
+	if r.ttl <= 0 {
+		return nil, fmt.Errorf("env reporter: ttl %s: want a positive duration", r.ttl)
+	}
+	for _, t := range cfg.Topics {
+		env := cfg.Flow[t.Name]
+		l := flowstate.EnvLimits(env.RateLimit, env.HoldQueue, env.HoldAbove)
+		if l.Source != "" {
+			r.topics = append(r.topics, envTopic{topic: t.Topic, limits: l})
 		}
 	}
-	if len(limited) == 0 {
+	r.reported = make([]bool, len(r.topics))
+	return r, nil
+}
+
+// run reports until ctx ends, then deletes this replica's reports.
+func (r *envReporter) run(ctx context.Context) {
+	if len(r.topics) == 0 {
 		return
 	}
-	ttl := f.opt.HeartbeatTTL
-	reported := make([]bool, len(limited))
 	failed := false
 	for {
-		ok := true
-		for i, ft := range limited {
-			env := ft.envLimits()
-			if f.reportEnv(ctx, ft, &env, ttl) {
-				reported[i] = true
-			} else {
-				ok = false
-			}
+		err := r.runOnce(ctx)
+		if err != nil && !failed && ctx.Err() == nil {
+			r.log.Warn("reporting the topics' limits failed; stats and the console may not show them until it succeeds", "err", err)
 		}
-		if !ok && !failed && ctx.Err() == nil {
-			f.log.Warn("reporting the topics' limits failed; stats and the console may not show them until it succeeds")
-		}
-		failed = !ok
-		if !sleep(ctx, ttl/2, nil) {
+		failed = err != nil
+		if !sleep(ctx, r.ttl/2, nil) {
 			break
 		}
 	}
-	for i, ft := range limited {
-		if reported[i] {
-			f.reportEnv(context.WithoutCancel(ctx), ft, nil, ttl)
+	for i, t := range r.topics {
+		if r.reported[i] {
+			r.report(context.WithoutCancel(ctx), t.topic, nil)
 		}
 	}
 }
 
-// reportEnv writes (env nil: deletes) this replica's report of ft's topic.
-func (f *Forwarder) reportEnv(ctx context.Context, ft *flowTopic, env *flowstate.Limits, ttl time.Duration) bool {
-	rctx, cancel := context.WithTimeout(ctx, redisTimeout)
-	err := f.flowState.ReportEnv(rctx, ft.t.Topic, f.opt.ReplicaID, env, ttl)
-	cancel()
-	if err != nil && ctx.Err() == nil {
-		f.m.RedisErrs.WithLabelValues("env").Inc()
-		f.log.Debug("reporting the topic's limits failed", "topic", ft.t.Name, "err", err)
+// runOnce writes every limited topic's report once.
+func (r *envReporter) runOnce(ctx context.Context) error {
+	defer r.passed.signal()
+	var errs []error
+	for i, t := range r.topics {
+		if err := r.report(ctx, t.topic, &t.limits); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.reported[i] = true
 	}
-	return err == nil
+	return errors.Join(errs...)
 }
 
-// envLimits are the limits this replica's environment gives ft's topic.
-func (ft *flowTopic) envLimits() flowstate.Limits {
-	return flowstate.EnvLimits(ft.env.RateLimit, ft.env.HoldQueue, ft.env.HoldAbove)
+// report writes (env nil: deletes) this replica's report of topic.
+func (r *envReporter) report(ctx context.Context, topic queue.Topic, env *flowstate.Limits) error {
+	rctx, cancel := context.WithTimeout(ctx, redisTimeout)
+	err := r.q.ReportEnv(rctx, topic, r.replica, env, r.ttl)
+	cancel()
+	if err != nil && ctx.Err() == nil {
+		r.m.RedisErrs.WithLabelValues("env").Inc()
+		r.log.Debug("reporting the topic's limits failed", "topic", topic.Name, "err", err)
+	}
+	if err != nil {
+		return fmt.Errorf("report %s's limits: %w", topic.Name, err)
+	}
+	return nil
 }

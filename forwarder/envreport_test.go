@@ -25,7 +25,8 @@ func TestReplicasReportTheLimitsTheirEnvironmentGivesEachTopic(t *testing.T) {
 			KeyPrefix: prefix, BatchSize: 10, ReplicaID: id, Flow: flow,
 			HeartbeatInterval: 100 * time.Millisecond, HeartbeatTTL: 600 * time.Millisecond}
 	}
-	stopA := start(t, opt("a", map[string]Flow{"campaign": {RateLimit: 300, HoldQueue: "campaign work", HoldAbove: 1000}}))
+	a, stopA := startF(t, opt("a", map[string]Flow{"campaign": {RateLimit: 300, HoldQueue: "campaign work", HoldAbove: 1000}}),
+		func(f *Forwarder) { f.envReports.passed = make(passes, 1) })
 	start(t, opt("b", nil))
 	reports := func() [][]flowstate.ReplicaLimits {
 		t.Helper()
@@ -39,7 +40,7 @@ func TestReplicasReportTheLimitsTheirEnvironmentGivesEachTopic(t *testing.T) {
 	same := func() bool {
 		return cmp.Diff(want, reports(), cmpopts.IgnoreFields(flowstate.ReplicaLimits{}, "Until")) == ""
 	}
-	eventually(t, 5*time.Second, "a's report", same)
+	waitPasses(t, a.envReports.passed, 5*time.Second, "a's report", same)
 	// Renewed: still there well after one TTL.
 	time.Sleep(1500 * time.Millisecond)
 	if d := cmp.Diff(want, reports(), cmpopts.IgnoreFields(flowstate.ReplicaLimits{}, "Until")); d != "" {

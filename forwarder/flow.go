@@ -16,7 +16,8 @@ import (
 // the scheduled set: never lost, never early, in order, and their lateness
 // includes the wait. A topic without a limit costs nothing per batch: its
 // scanners never call the limiter. Limits changed at run time (delaybridge
-// limit, flowstate.SetLimits) are read by limitsLoop every limitsInterval.
+// limit, flowstate.SetLimits) are read by limitsReader (limits.go) every
+// limitsInterval.
 
 // Flow is a topic's flow control as configured; a run-time override
 // (flowstate.Override) replaces either field until cleared.
@@ -31,10 +32,6 @@ type Flow struct {
 	// HoldQueue is set.
 	HoldAbove int
 }
-
-// limitsInterval is how often each replica reads the run-time limits: a
-// change reaches every replica within it (the promise is 1 s).
-const limitsInterval = 500 * time.Millisecond
 
 // depthInterval is how long one reading of the hold queue's depth serves a
 // topic's scanners on this replica: at most 1/depthInterval passive
@@ -112,36 +109,8 @@ func (ft *flowTopic) limited() bool { return ft.rateNow() > 0 || ft.hold.Load() 
 
 func (ft *flowTopic) rateNow() float64 { return math.Float64frombits(ft.rate.Load()) }
 
-// limitsLoop reads every topic's run-time limits every limitsInterval
-// until ctx ends. A failed read keeps the limits in force.
-func (f *Forwarder) limitsLoop(ctx context.Context) {
-	ts := topicsOf(f.opt.Topics)
-	failed := false
-	for {
-		rctx, cancel := context.WithTimeout(ctx, redisTimeout)
-		os, err := f.flowState.LimitsOf(rctx, ts)
-		cancel()
-		switch {
-		case err != nil && ctx.Err() == nil:
-			f.m.RedisErrs.WithLabelValues("limits").Inc()
-			if !failed {
-				f.log.Warn("reading the run-time limits failed; the limits in force stay", "err", err)
-			}
-			failed = true
-		case err == nil:
-			failed = false
-			for i, o := range os {
-				f.flows[i].apply(o)
-			}
-		}
-		if !sleep(ctx, limitsInterval, nil) {
-			return
-		}
-	}
-}
-
 // depthNow returns a reading of the hold queue no older than depthInterval,
-// asking the sink when the last one is older. Call with ft.mu held: the
+// asking the sink when the last one is older. Call with ft.mu locked: the
 // topic's scanners on this replica share one reading.
 func (ft *flowTopic) depthNow(ctx context.Context) depthReading {
 	if !ft.reading.at.IsZero() && time.Since(ft.reading.at) < depthInterval {

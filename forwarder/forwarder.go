@@ -11,20 +11,38 @@
 //
 // A scanner is a pipeline with a file per stage, in the order a batch takes
 // them: scanner.go (the scanner and its lifecycle), claim.go (claim a batch,
-// nap until the next is due, wait for the sink), publish.go (prepare the
+// nap until the next is due, wait for the sink), gate.go (flow control's
+// answer to how many a claim may take, and what it did not use taken back),
+// hold.go (messages claimed ahead wait until due), publish.go (prepare the
 // messages, start the publish), settle.go (await the broker's answer,
-// classify it, write it to Redis), with inflight.go (the cap on claimed
-// messages and the slot-order rules after a lost connection) and lease.go
-// (renewing the leases of slow batches). Around the scanners: forwarder.go
-// (options, Run, starting and stopping scanners), ownership.go, reaper.go,
-// wake.go, keyspace.go (Redis keyspace notifications: idle slots sleep until
-// an event instead of polling), backlog.go, stranded.go (slots beyond a topic's slot count, left
-// by a resize, join the owned slots until drained) and metrics.go.
+// classify it once, write it to Redis) and recur.go (a recurrence's tick
+// writes its next tick as it settles); beside them inflight.go (the cap on
+// claimed messages and the slot-order rules after a lost connection),
+// lease.go (renewing the leases of slow batches) and putback.go (the Redis
+// writes every stage shares: redisRetry, and putBack for members that go
+// back without an attempt).
+//
+// Around the scanners, each background loop is a small service of its own
+// (loops.go: run, runOnce, a constructor with its config): reaper.go
+// (expired leases), backlog.go (the backlog gauges), stranded.go (slots
+// beyond a topic's slot count, left by a resize, join the owned slots until
+// drained), heldstate.go (which topics flow control holds, for stats and
+// the console), envreport.go (the limits each replica's environment gives),
+// limits.go (the run-time limits), wake.go (the queue's wake-ups ring the
+// scanners' alarms) and keyspace.go (Redis keyspace notifications: idle
+// slots sleep until an event instead of polling) and ownership.go (the
+// heartbeat, and the slots this replica owns among the live ones).
+// forwarder.go builds them, runs them (ownership apart: Run runs it until
+// ctx ends, then drains) and starts and stops the scanners of the owned
+// slots; flow.go is a topic's flow control on this replica, options.go the
+// options and their defaults, metrics.go the metrics, trace.go the publish
+// spans (OpenTelemetry; none when tracing is off).
 package forwarder
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -66,6 +84,17 @@ type Forwarder struct {
 	retry backoff.Policy
 	// repeats logs the failures that repeat, per topic and interval.
 	repeats *logrepeat.Log
+
+	// The background services (loops.go), each in its file.
+	reaper      *reaper
+	backlog     *backlogGauges
+	search      *strandedSearch
+	heldReports *heldReporter
+	envReports  *envReporter
+	limits      *limitsReader
+	wake        *wakeListener
+	keyspace    *keyspaceWatcher
+	ownership   *ownership
 
 	mu    sync.Mutex
 	owned map[slotKey]*running
@@ -126,48 +155,60 @@ func New(opt Options) (*Forwarder, error) {
 	for _, t := range opt.Topics {
 		f.flows = append(f.flows, newFlowTopic(f, t))
 	}
+	if err := f.buildServices(); err != nil {
+		return nil, fmt.Errorf("forwarder: %w", err)
+	}
 	return f, nil
+}
+
+// buildServices builds the background services from the options, each
+// with what it uses.
+func (f *Forwarder) buildServices() error {
+	opt := &f.opt
+	var errs [9]error
+	f.reaper, errs[0] = newReaper(reaperConfig{Topics: opt.Topics, Lease: opt.Lease}, f.q, f.m, f.log, f.reaps, f.wakes, &f.ks)
+	f.backlog, errs[1] = newBacklogGauges(backlogConfig{Topics: opt.Topics, Every: opt.BacklogInterval, Owned: f.ownedSlots},
+		f.q, f.m, f.stats, &f.ks)
+	f.search, errs[2] = newStrandedSearch(strandedConfig{Topics: opt.Topics, Every: opt.StrandedInterval, HandOff: f.setStranded},
+		f.q, f.m, f.log)
+	f.heldReports, errs[3] = newHeldReporter(heldReporterConfig{Replica: opt.ReplicaID, Flows: f.flows}, f.flowState, f.m, f.log)
+	f.envReports, errs[4] = newEnvReporter(envReporterConfig{Replica: opt.ReplicaID, TTL: opt.HeartbeatTTL, Topics: opt.Topics, Flow: opt.Flow},
+		f.flowState, f.m, f.log)
+	f.limits, errs[5] = newLimitsReader(limitsConfig{Topics: opt.Topics, Flows: f.flows}, f.flowState, f.m, f.log)
+	f.wake, errs[6] = newWakeListener(f.q, opt.KeyPrefix, f.topicIndex, f.wakes, f.stats)
+	f.keyspace, errs[7] = newKeyspaceWatcher(keyspaceConfig{Topics: opt.Topics, KeyPrefix: opt.KeyPrefix, Events: opt.KeyspaceEvents,
+		Recheck: opt.keyspaceRecheck, Lease: opt.Lease, PollInterval: opt.PollInterval, SafetyPoll: opt.KeyspacePollInterval},
+		f.q, f.m, f.log, f.topicIndex, &f.ks, f.wakes, f.reaps, f.stats)
+	f.ownership, errs[8] = newOwnership(ownershipConfig{Replica: opt.ReplicaID, KeyPrefix: opt.KeyPrefix,
+		Every: opt.HeartbeatInterval, TTL: opt.HeartbeatTTL, SetLive: f.setLive,
+		Scanning: func() bool { return len(f.ownedSlots()) > 0 }}, f.q, f.m, f.log)
+	return errors.Join(errs[:]...)
 }
 
 // Run forwards until ctx ends, then shuts down: scanners stop claiming,
 // in-flight batches get ShutdownTimeout to finish and the rest is returned.
 // It returns nil after a clean shutdown.
 func (f *Forwarder) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
+	var loops services
 	bg, stopBG := context.WithCancel(ctx)
 	defer stopBG()
-
-	run := func(fn func(context.Context)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(bg)
-		}()
-	}
-	run(f.listenWake)
-	run(f.keyspaceLoop)
-	run(f.reapLoop)
-	run(f.backlogLoop)
-	run(f.strandedLoop)
-	run(f.repeats.Run)
-	run(f.limitsLoop)
-	run(f.heldLoop)
-	run(f.envLoop)
+	loops.start(bg, f.wake, f.keyspace, f.reaper, f.backlog, f.search,
+		serviceFunc(f.repeats.Run), f.limits, f.heldReports, f.envReports)
 	if f.opt.AllSlots {
 		f.reassign(ctx)
 		<-ctx.Done()
 	} else {
-		f.ownershipLoop(ctx)
+		f.ownership.run(ctx)
 	}
 	if !f.opt.AllSlots {
-		f.leave() // the others take the slots over while we drain
+		f.ownership.leave() // the others take the slots over while we drain
 	}
 	f.assignMu.Lock()
 	f.setOwnedAsync(ctx, nil)
 	f.assignMu.Unlock()
 	f.scanners.Wait() // each drains within ShutdownTimeout
 	stopBG()
-	wg.Wait()
+	loops.wait()
 	f.repeats.Flush(time.Now(), true) // what the drain added
 	return nil
 }

@@ -1,25 +1,28 @@
 package forwarder
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/delaybridge/delaybridge/flowstate"
 )
 
 // Whether a topic is held by its flow control is known only here, in the
-// scanners that wait (gate.go). heldLoop tells stats and the console: every
+// scanners that wait (gate.go). heldReporter tells stats and the console: every
 // heldInterval it reports each topic that one of this replica's scanners
 // held since the last report (flowstate.ReportHeld: why, and the hold queue's
 // depth last read), renewing the report while the topic stays held and
-// deleting it once when it no longer is. A report lives heldTTL, so one of
+// deleting it once when it no longer is. A report lives three intervals, so one of
 // a replica that died expires by itself. A replica whose topics are not
 // held writes nothing.
 
-const (
-	heldInterval = time.Second
-	heldTTL      = 3 * heldInterval
-)
+// heldInterval is how often a replica reports; a report lives three times
+// that.
+const heldInterval = time.Second
 
 // Bits of flowTopic.heldSeen.
 const (
@@ -27,36 +30,76 @@ const (
 	heldSeenQueue
 )
 
-// heldLoop reports the held topics every heldInterval until ctx ends, then
-// deletes this replica's reports.
-func (f *Forwarder) heldLoop(ctx context.Context) {
-	reported := make([]bool, len(f.flows))
-	for sleep(ctx, heldInterval, nil) {
-		for i, ft := range f.flows {
-			h := ft.heldNow()
-			if h == nil && !reported[i] {
-				continue
-			}
-			if f.reportHeld(ctx, ft, h) {
-				reported[i] = h != nil
-			}
-		}
+// heldReporter reports which topics this replica's scanners held.
+type heldReporter struct {
+	q        *flowstate.Store
+	m        *Metrics
+	log      *slog.Logger
+	replica  string
+	every    time.Duration
+	ttl      time.Duration
+	flows    []*flowTopic
+	reported []bool // flows[i]'s topic has a report in Redis
+	passed   passes // tests: signalled after each pass
+}
+
+// heldReporterConfig configures a heldReporter.
+type heldReporterConfig struct {
+	Replica string
+	// Every is how often it reports (default heldInterval); a report
+	// lives three times that.
+	Every time.Duration
+	Flows []*flowTopic
+}
+
+func newHeldReporter(cfg heldReporterConfig, q *flowstate.Store, m *Metrics, log *slog.Logger) (*heldReporter, error) {
+	if cfg.Replica == "" {
+		return nil, errors.New("held reporter: no replica id")
 	}
-	for i, ft := range f.flows {
-		if reported[i] {
-			f.reportHeld(context.WithoutCancel(ctx), ft, nil)
+	every := cmp.Or(cfg.Every, heldInterval)
+	if every <= 0 {
+		return nil, fmt.Errorf("held reporter: interval %s: want a positive duration", every)
+	}
+	return &heldReporter{q: q, m: m, log: log, replica: cfg.Replica, every: every, ttl: 3 * every,
+		flows: cfg.Flows, reported: make([]bool, len(cfg.Flows))}, nil
+}
+
+// run reports the held topics every interval until ctx ends, then deletes
+// this replica's reports.
+func (r *heldReporter) run(ctx context.Context) {
+	for sleep(ctx, r.every, nil) {
+		r.runOnce(ctx)
+	}
+	for i, ft := range r.flows {
+		if r.reported[i] {
+			r.report(context.WithoutCancel(ctx), ft, nil)
 		}
 	}
 }
 
-// reportHeld writes (h nil: deletes) this replica's report of ft's topic.
-func (f *Forwarder) reportHeld(ctx context.Context, ft *flowTopic, h *flowstate.Held) bool {
+// runOnce reports each topic held since the last pass, and deletes the
+// report of each that was and is no longer.
+func (r *heldReporter) runOnce(ctx context.Context) {
+	defer r.passed.signal()
+	for i, ft := range r.flows {
+		h := ft.heldNow()
+		if h == nil && !r.reported[i] {
+			continue
+		}
+		if r.report(ctx, ft, h) {
+			r.reported[i] = h != nil
+		}
+	}
+}
+
+// report writes (h nil: deletes) this replica's report of ft's topic.
+func (r *heldReporter) report(ctx context.Context, ft *flowTopic, h *flowstate.Held) bool {
 	rctx, cancel := context.WithTimeout(ctx, redisTimeout)
-	err := f.flowState.ReportHeld(rctx, ft.t.Topic, f.opt.ReplicaID, h, heldTTL)
+	err := r.q.ReportHeld(rctx, ft.t.Topic, r.replica, h, r.ttl)
 	cancel()
 	if err != nil && ctx.Err() == nil {
-		f.m.RedisErrs.WithLabelValues("held").Inc()
-		f.log.Debug("reporting whether the topic is held failed", "topic", ft.t.Name, "err", err)
+		r.m.RedisErrs.WithLabelValues("held").Inc()
+		r.log.Debug("reporting whether the topic is held failed", "topic", ft.t.Name, "err", err)
 	}
 	return err == nil
 }

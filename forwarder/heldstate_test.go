@@ -18,7 +18,8 @@ func TestHeldTopicIsReportedWhileHeldAndNotAfter(t *testing.T) {
 	scheduleNow(t, q, free, 50, "o")
 	opt := Options{Queue: q, Topics: []Topic{{Topic: tp, Sink: newRecordSink()}, {Topic: free, Sink: newRecordSink()}},
 		KeyPrefix: prefix, AllSlots: true, BatchSize: 10, ReplicaID: "r1", Flow: map[string]Flow{"campaign": {RateLimit: 5}}}
-	stop := start(t, opt)
+	signal := func(f *Forwarder) { f.heldReports.passed = make(passes, 1) }
+	f, stop := startF(t, opt, signal)
 	held := func() [][]flowstate.Held {
 		t.Helper()
 		h, err := flowstate.New(q).HeldOf(context.Background(), []queue.Topic{tp, free})
@@ -31,7 +32,7 @@ func TestHeldTopicIsReportedWhileHeldAndNotAfter(t *testing.T) {
 		h := held()
 		return len(h[0]) == 1 && h[0][0].Replica == "r1" && h[0][0].By(flowstate.HeldRate) && !h[0][0].By(flowstate.HeldQueue)
 	}
-	eventually(t, 5*time.Second, "campaign reported held by the rate limit", isHeld)
+	waitPasses(t, f.heldReports.passed, 5*time.Second, "campaign reported held by the rate limit", isHeld)
 	if h := held(); len(h[1]) != 0 || h[0][0].Depth != -1 {
 		t.Errorf("reports %+v: want none for the unlimited topic and no depth without a hold queue", h)
 	}
@@ -42,13 +43,13 @@ func TestHeldTopicIsReportedWhileHeldAndNotAfter(t *testing.T) {
 	if h := held(); len(h[0]) != 0 {
 		t.Errorf("reports %+v after the forwarder stopped, want none", h)
 	}
-	start(t, opt)
-	eventually(t, 5*time.Second, "campaign reported held again", isHeld)
+	f, _ = startF(t, opt, signal)
+	waitPasses(t, f.heldReports.passed, 5*time.Second, "campaign reported held again", isHeld)
 	none := 0.0
 	if err := flowstate.New(q).SetLimits(context.Background(), tp, flowstate.Override{Rate: &none}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 4*time.Second, "the report gone once the limit is lifted", func() bool { return len(held()[0]) == 0 })
+	waitPasses(t, f.heldReports.passed, 4*time.Second, "the report gone once the limit is lifted", func() bool { return len(held()[0]) == 0 })
 	if n, err := q.Client().Exists(context.Background(), tp.FlowKeys().Held).Result(); err != nil || n != 0 {
 		t.Errorf("held key exists (%d, %v) with no report in it", n, err)
 	}

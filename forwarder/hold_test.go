@@ -55,7 +55,7 @@ func TestMessageClaimedAheadIsHandedOverNoEarlierThanItsScore(t *testing.T) {
 		t.Fatalf("score %v not after the claim's now %v: nothing was claimed ahead", score, c.Now)
 	}
 	var handed []time.Time
-	held := []heldClaim{{msgs: c.Messages, now: c.Now, after: after}}
+	held := []aheadClaim{{msgs: c.Messages, now: c.Now, after: after}}
 	rest, ok := r.s.handOver(context.Background(), held, false, func(batch) { handed = append(handed, time.Now()) })
 	if !ok || len(rest) != 0 || len(handed) != 1 {
 		t.Fatalf("handOver = %v, handed %d batches; want true, 1", ok, len(handed))
@@ -79,7 +79,7 @@ func TestStopWhileHoldingReturnsTheMessageUnpublishedAtItsDue(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	handed := 0
-	held := []heldClaim{{msgs: c.Messages, now: c.Now, after: after}}
+	held := []aheadClaim{{msgs: c.Messages, now: c.Now, after: after}}
 	if _, ok := r.s.handOver(ctx, held, false, func(batch) { handed++ }); ok {
 		t.Fatal("handOver returned true after its context ended")
 	}
@@ -104,7 +104,7 @@ func TestAnnouncedEarlierMessageEndsTheHold(t *testing.T) {
 	t.Parallel()
 	r := newHoldRig(t)
 	c, after := r.claimAheadOf(t, "m", time.Second)
-	held := []heldClaim{{msgs: c.Messages, now: c.Now, after: after}}
+	held := []aheadClaim{{msgs: c.Messages, now: c.Now, after: after}}
 	go func() {
 		time.Sleep(50 * time.Millisecond)
 		r.s.alarm.ring(queue.Millis(time.Now())) // due now, before the held one
@@ -124,7 +124,7 @@ func TestAnnouncedLaterMessageDoesNotEndTheHold(t *testing.T) {
 	t.Parallel()
 	r := newHoldRig(t)
 	c, after := r.claimAheadOf(t, "m", 300*time.Millisecond)
-	held := []heldClaim{{msgs: c.Messages, now: c.Now, after: after}}
+	held := []aheadClaim{{msgs: c.Messages, now: c.Now, after: after}}
 	go func() {
 		time.Sleep(50 * time.Millisecond)
 		r.s.alarm.ring(c.Messages[0].Score + 10_000) // due after the held one
@@ -159,7 +159,7 @@ func TestLookAheadIsCappedByPollIntervalWhilePollingAndByLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.setMode(c.mode, "")
+		f.keyspace.setMode(c.mode, "")
 		if got := f.newScanner(slotKey{}, newAlarm()).lookAhead(); got != c.want {
 			t.Errorf("%s: look-ahead %s, want %s", c.name, got, c.want)
 		}

@@ -34,7 +34,7 @@ func newInflight(topic *atomic.Int64) *inflight {
 // at most batch, and no more than max in flight in all. While the slot is
 // backlogged it waits for room for a whole batch, so a burst is claimed in
 // full batches; otherwise any room will do, so a trickle of messages is not
-// held up behind the confirms of earlier ones. It also returns the epoch
+// kept waiting behind the confirms of earlier ones. It also returns the epoch
 // the claim belongs to. ok is false when ctx ended.
 func (in *inflight) waitRoom(ctx context.Context, batch, max int, backlogged bool) (limit int, epoch uint64, ok bool) {
 	need := 1

@@ -1,8 +1,11 @@
 package forwarder
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -55,77 +58,132 @@ func (k *keyspaceState) get() string {
 // The safety poll of the notification modes is shortened by up to a tenth
 // at random: every slot starts (and sweeps) at the same moment, and its
 // claims would otherwise arrive as one burst per interval forever.
-func (f *Forwarder) pollInterval() time.Duration {
-	if f.ks.get() == modePoll {
-		return f.opt.PollInterval
+// poll is the interval while polling, safety the safety poll.
+func (k *keyspaceState) pollInterval(poll, safety time.Duration) time.Duration {
+	if k.get() == modePoll {
+		return poll
 	}
-	d := f.opt.KeyspacePollInterval
+	d := safety
 	return d - time.Duration(rand.Int64N(int64(d/10)+1))
 }
 
-// keyspaceLoop keeps the mode right until ctx ends: it reads the Redis
-// setting at start, every Options.keyspaceRecheck and whenever the
-// subscription is made again, and subscribes while the setting delivers
-// sorted-set events.
-func (f *Forwarder) keyspaceLoop(ctx context.Context) {
-	f.setMode(modePoll, "")
-	if f.opt.KeyspaceEvents == "off" {
-		f.log.Info("keyspace notifications not used: DELAYBRIDGE_KEYSPACE_EVENTS=off; idle slots are polled",
-			"mode", modePoll, "poll_interval", f.opt.PollInterval)
+// keyspaceWatcher keeps the mode right: it reads the Redis setting at
+// start, every recheck interval and whenever the subscription is made
+// again, subscribes while the setting delivers sorted-set events, and acts
+// on the notifications (keyEvent).
+type keyspaceWatcher struct {
+	q          *queue.Queue
+	m          *Metrics
+	log        *slog.Logger
+	cfg        keyspaceConfig
+	topicIndex map[string]int
+	ks         *keyspaceState
+	wakes      *wakeups
+	reaps      *reapSchedule
+	stats      *statsCache
+
+	// run's own: the mode the setting allows and why, the subscription's
+	// stop, and the subscription's request to read the setting again.
+	want, reason string
+	stop         context.CancelFunc
+	recheck      chan struct{}
+	passed       passes // tests: signalled after each reading of the setting
+}
+
+// keyspaceConfig configures a keyspaceWatcher.
+type keyspaceConfig struct {
+	Topics    []Topic
+	KeyPrefix string
+	// Events is "auto" (default) or "off" (Options.KeyspaceEvents).
+	Events string
+	// Recheck is how often the setting is read again (default
+	// keyspaceRecheck).
+	Recheck time.Duration
+	// Lease is the claims' lease: a lease seen set is reaped after it.
+	Lease time.Duration
+	// PollInterval and SafetyPoll are the idle slots' polls without and
+	// with notifications, for the logs.
+	PollInterval, SafetyPoll time.Duration
+}
+
+func newKeyspaceWatcher(cfg keyspaceConfig, q *queue.Queue, m *Metrics, log *slog.Logger, topicIndex map[string]int,
+	ks *keyspaceState, wakes *wakeups, reaps *reapSchedule, stats *statsCache) (*keyspaceWatcher, error) {
+	cfg.Events = cmp.Or(cfg.Events, "auto")
+	cfg.Recheck = cmp.Or(cfg.Recheck, keyspaceRecheck)
+	if cfg.Events != "auto" && cfg.Events != "off" {
+		return nil, fmt.Errorf("keyspace watcher: events %q: want auto or off", cfg.Events)
+	}
+	if cfg.Recheck <= 0 || cfg.Lease <= 0 {
+		return nil, fmt.Errorf("keyspace watcher: recheck %s, lease %s: want positive durations", cfg.Recheck, cfg.Lease)
+	}
+	return &keyspaceWatcher{q: q, m: m, log: log, cfg: cfg, topicIndex: topicIndex, ks: ks, wakes: wakes, reaps: reaps,
+		stats: stats, stop: func() {}, recheck: make(chan struct{}, 1)}, nil
+}
+
+// run keeps the mode right until ctx ends.
+func (w *keyspaceWatcher) run(ctx context.Context) {
+	w.setMode(modePoll, "")
+	if w.cfg.Events == "off" {
+		w.log.Info("keyspace notifications not used: DELAYBRIDGE_KEYSPACE_EVENTS=off; idle slots are polled",
+			"mode", modePoll, "poll_interval", w.cfg.PollInterval)
 		return
 	}
-	recheck := make(chan struct{}, 1)
-	var stop context.CancelFunc = func() {}
-	defer func() { stop() }()
-	want, reason := "", ""
+	defer func() { w.stop() }()
 	for {
-		w, why, failed := f.keyspaceWanted(ctx)
-		if failed && want != "" {
-			// Redis did not answer: the setting is as it was. Keep the
-			// mode in force (dropping to polling would claim every slot
-			// every poll interval) and read it again at the next recheck.
-			f.log.Warn("reading notify-keyspace-events failed; keeping the mode in force", "mode", want, "err", why)
-			w, why = want, reason
-		}
-		switch {
-		case w == want:
-		case w == modePoll:
-			stop()
-			f.setMode(modePoll, why)
-			f.sweep() // scanners napping a long poll must poll again
-		default:
-			if want == modePoll || want == "" {
-				stop()
-				stop = f.startKeyspace(ctx, w, recheck)
-			} else {
-				f.setMode(w, why) // subscribed already: zset <-> all
-			}
-		}
-		if w != want || why != reason {
-			if w == modePoll {
-				f.log.Info("keyspace notifications not used; idle slots are polled",
-					"mode", w, "reason", why, "poll_interval", f.opt.PollInterval)
-			}
-			want, reason = w, why
-		}
-		t := time.NewTimer(f.opt.keyspaceRecheck)
+		w.runOnce(ctx)
+		t := time.NewTimer(w.cfg.Recheck)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
-		case <-recheck:
+		case <-w.recheck:
 			t.Stop()
 		}
 	}
 }
 
-// keyspaceWanted reads the Redis setting: the mode it allows, and why.
+// runOnce reads the setting and subscribes, unsubscribes or changes the
+// mode to match.
+func (w *keyspaceWatcher) runOnce(ctx context.Context) {
+	defer w.passed.signal()
+	m, why, failed := w.wanted(ctx)
+	if failed && w.want != "" {
+		// Redis did not answer: the setting is as it was. Keep the
+		// mode in force (dropping to polling would claim every slot
+		// every poll interval) and read it again at the next recheck.
+		w.log.Warn("reading notify-keyspace-events failed; keeping the mode in force", "mode", w.want, "err", why)
+		m, why = w.want, w.reason
+	}
+	switch {
+	case m == w.want:
+	case m == modePoll:
+		w.stop()
+		w.setMode(modePoll, why)
+		w.sweep() // scanners napping a long poll must poll again
+	default:
+		if w.want == modePoll || w.want == "" {
+			w.stop()
+			w.stop = w.subscribe(ctx, m)
+		} else {
+			w.setMode(m, why) // subscribed already: zset <-> all
+		}
+	}
+	if m != w.want || why != w.reason {
+		if m == modePoll {
+			w.log.Info("keyspace notifications not used; idle slots are polled",
+				"mode", m, "reason", why, "poll_interval", w.cfg.PollInterval)
+		}
+		w.want, w.reason = m, why
+	}
+}
+
+// wanted reads the Redis setting: the mode it allows, and why.
 // failed is true when Redis did not answer (a timeout, a dropped
 // connection): that says nothing about the setting.
-func (f *Forwarder) keyspaceWanted(ctx context.Context) (mode, why string, failed bool) {
+func (w *keyspaceWatcher) wanted(ctx context.Context) (mode, why string, failed bool) {
 	cctx, cancel := context.WithTimeout(ctx, redisTimeout)
-	flags, err := f.q.KeyspaceFlags(cctx)
+	flags, err := w.q.KeyspaceFlags(cctx)
 	cancel()
 	switch {
 	case errors.Is(err, queue.ErrKeyspaceCluster):
@@ -155,55 +213,57 @@ func refused(err error) bool {
 		strings.Contains(msg, "no permissions")
 }
 
-// setMode records the mode in force and shows it on the gauge.
-func (f *Forwarder) setMode(mode, why string) {
-	old := f.ks.get()
-	f.ks.mode.Store(mode)
+// setMode records the mode in force and shows it on the gauge (a pass, for
+// a test waiting on the mode).
+func (w *keyspaceWatcher) setMode(mode, why string) {
+	defer w.passed.signal()
+	old := w.ks.get()
+	w.ks.mode.Store(mode)
 	for _, m := range keyspaceModes {
 		v := 0.0
 		if m == mode {
 			v = 1
 		}
-		f.m.KeyspaceEvents.WithLabelValues(m).Set(v)
+		w.m.KeyspaceEvents.WithLabelValues(m).Set(v)
 	}
 	if mode != modePoll && (old != mode || why != "") {
-		f.log.Info("keyspace notifications in use; idle slots sleep until an event",
-			"mode", mode, "reason", why, "safety_poll", f.opt.KeyspacePollInterval)
+		w.log.Info("keyspace notifications in use; idle slots sleep until an event",
+			"mode", mode, "reason", why, "safety_poll", w.cfg.SafetyPoll)
 	}
 }
 
-// startKeyspace runs listenKeyspace until the returned function is called
-// (or ctx ends); the function waits for it to end.
-func (f *Forwarder) startKeyspace(ctx context.Context, mode string, recheck chan<- struct{}) context.CancelFunc {
+// subscribe runs listen until the returned function is called (or ctx
+// ends); the function waits for it to end.
+func (w *keyspaceWatcher) subscribe(ctx context.Context, mode string) context.CancelFunc {
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f.listenKeyspace(sctx, mode, recheck)
+		w.listen(sctx, mode)
 	}()
 	return func() { cancel(); <-done }
 }
 
-// listenKeyspace subscribes and relays notifications until ctx ends. The
-// mode takes effect once the subscription is confirmed; every confirmation
-// after the first (a reconnect) asks keyspaceLoop to read the setting again.
-func (f *Forwarder) listenKeyspace(ctx context.Context, mode string, recheck chan<- struct{}) {
+// listen subscribes and relays notifications until ctx ends. The mode
+// takes effect once the subscription is confirmed; every confirmation after
+// the first (a reconnect) asks run to read the setting again.
+func (w *keyspaceWatcher) listen(ctx context.Context, mode string) {
 	first := true
-	for ev := range f.q.KeyEvents(ctx, f.q.KeyspacePatterns(topicsOf(f.opt.Topics))) {
+	for ev := range w.q.KeyEvents(ctx, w.q.KeyspacePatterns(topicsOf(w.cfg.Topics))) {
 		if !ev.Subscribed {
-			f.keyEvent(ev)
+			w.keyEvent(ev)
 			continue
 		}
 		if first {
-			f.setMode(mode, "subscribed")
+			w.setMode(mode, "subscribed")
 			first = false
 		} else {
 			select {
-			case recheck <- struct{}{}:
+			case w.recheck <- struct{}{}:
 			default:
 			}
 		}
-		f.sweep() // notifications before the subscription are lost
+		w.sweep() // notifications before the subscription are lost
 	}
 }
 
@@ -216,10 +276,10 @@ func topicsOf(ts []Topic) []queue.Topic {
 }
 
 // sweep makes every owned slot be claimed, reaped and read again at once.
-func (f *Forwarder) sweep() {
-	f.wakes.all(math.Inf(-1))
-	f.reaps.all()
-	f.stats.all()
+func (w *keyspaceWatcher) sweep() {
+	w.wakes.all(math.Inf(-1))
+	w.reaps.all()
+	w.stats.all()
 }
 
 // keyEvent acts on one notification about a key of an owned slot: a
@@ -227,12 +287,12 @@ func (f *Forwarder) sweep() {
 // carries no score: the scanner claims and learns the next one), an in-flight
 // set that gained a lease makes the reaper look when that lease could
 // expire, and any change marks the slot's gauges stale.
-func (f *Forwarder) keyEvent(ev queue.KeyEvent) {
-	k, suffix, ok := f.slotOfKey(ev.Key)
+func (w *keyspaceWatcher) keyEvent(ev queue.KeyEvent) {
+	k, suffix, ok := w.slotOfKey(ev.Key)
 	if !ok {
 		return
 	}
-	f.stats.mark(k)
+	w.stats.mark(k)
 	grew := false
 	switch ev.Event {
 	case "zadd", "zincr", "zunionstore", "zinterstore", "zdiffstore", "zrangestore",
@@ -242,17 +302,17 @@ func (f *Forwarder) keyEvent(ev queue.KeyEvent) {
 	switch {
 	case !grew:
 	case suffix == "":
-		f.wakes.wake(k, math.Inf(-1))
+		w.wakes.wake(k, math.Inf(-1))
 	case suffix == ":inflight":
-		f.reaps.note(k, time.Now().Add(f.opt.Lease+f.reapGrace()))
+		w.reaps.note(k, time.Now().Add(w.cfg.Lease+reapGrace(w.cfg.Lease)))
 	}
 }
 
 // slotOfKey finds the topic×slot a key belongs to and which of its keys it
 // is (the part after the slot's base: "" for the scheduled set, ":inflight",
 // …).
-func (f *Forwarder) slotOfKey(key string) (slotKey, string, bool) {
-	for ti, t := range f.opt.Topics {
+func (w *keyspaceWatcher) slotOfKey(key string) (slotKey, string, bool) {
+	for ti, t := range w.cfg.Topics {
 		if t.Key == "" {
 			continue
 		}
@@ -264,7 +324,7 @@ func (f *Forwarder) slotOfKey(key string) (slotKey, string, bool) {
 			return slotKey{ti, 0}, rest, true
 		}
 	}
-	rest, ok := strings.CutPrefix(key, f.opt.KeyPrefix+":{")
+	rest, ok := strings.CutPrefix(key, w.cfg.KeyPrefix+":{")
 	if !ok {
 		return slotKey{}, "", false
 	}
@@ -277,8 +337,8 @@ func (f *Forwarder) slotOfKey(key string) (slotKey, string, bool) {
 		return slotKey{}, "", false
 	}
 	slot, err := strconv.Atoi(tag[i+1:])
-	ti, known := f.topicIndex[tag[:i]]
-	if err != nil || !known || f.opt.Topics[ti].Key != "" {
+	ti, known := w.topicIndex[tag[:i]]
+	if err != nil || !known || w.cfg.Topics[ti].Key != "" {
 		return slotKey{}, "", false
 	}
 	return slotKey{ti, slot}, suffix, true

@@ -98,11 +98,11 @@ func TestRawZaddIsClaimedOnTimeWithKeyspaceEvents(t *testing.T) {
 	topic := queue.Topic{Name: "raw", Prefix: prefix, Slots: 16}
 	sink := newRecordSink()
 	reg := prometheus.NewRegistry()
-	start(t, Options{
+	f, _ := startF(t, Options{
 		Queue: q, Topics: []Topic{{Topic: topic, Sink: sink}}, Metrics: NewMetrics(reg),
 		AllSlots: true, KeyspacePollInterval: time.Hour, // only an event can wake a slot in time
-	})
-	eventually(t, 5*time.Second, "keyspace mode all", func() bool { return keyspaceMode(t, reg) == modeAll })
+	}, watchKeyspace)
+	waitPasses(t, f.keyspace.passed, 5*time.Second, "keyspace mode all", func() bool { return keyspaceMode(t, reg) == modeAll })
 	time.Sleep(200 * time.Millisecond) // the first claims are done: every slot naps
 	late := rawLateness(t, q, topic, sink, 5)
 	p50, p99, worst := late[len(late)/2], late[len(late)*99/100], late[len(late)-1]
@@ -123,11 +123,11 @@ func TestRawZaddIsPolledWithKeyspaceEventsOff(t *testing.T) {
 	sink := newRecordSink()
 	reg := prometheus.NewRegistry()
 	poll := 300 * time.Millisecond
-	start(t, Options{
+	f, _ := startF(t, Options{
 		Queue: q, Topics: []Topic{{Topic: topic, Sink: sink}}, Metrics: NewMetrics(reg),
 		AllSlots: true, KeyspaceEvents: "off", PollInterval: poll,
-	})
-	eventually(t, 5*time.Second, "keyspace mode poll", func() bool { return keyspaceMode(t, reg) == modePoll })
+	}, watchKeyspace)
+	waitPasses(t, f.keyspace.passed, 5*time.Second, "keyspace mode poll", func() bool { return keyspaceMode(t, reg) == modePoll })
 	late := rawLateness(t, q, topic, sink, 2)
 	if max := late[len(late)-1]; max > poll+200*time.Millisecond {
 		t.Errorf("raw ZADD late by up to %s with polling every %s", max, poll)
@@ -196,11 +196,11 @@ func TestIdleSlotsCostNoCommandsWithKeyspaceEvents(t *testing.T) {
 	}
 	sink := newRecordSink()
 	reg := prometheus.NewRegistry()
-	start(t, Options{
+	f, _ := startF(t, Options{
 		Queue: q, Topics: []Topic{{Topic: a, Sink: sink}, {Topic: b, Sink: sink}}, Metrics: NewMetrics(reg),
 		Lease: time.Second, BacklogInterval: 200 * time.Millisecond, HeartbeatInterval: time.Second,
-	})
-	eventually(t, 5*time.Second, "keyspace mode all", func() bool { return keyspaceMode(t, reg) == modeAll })
+	}, watchKeyspace)
+	waitPasses(t, f.keyspace.passed, 5*time.Second, "keyspace mode all", func() bool { return keyspaceMode(t, reg) == modeAll })
 	eventually(t, 5*time.Second, "own every slot", func() bool {
 		return gatherSeries(t, reg)[`delaybridge_owned_slots{topic="b"}`] == 64
 	})
@@ -251,7 +251,7 @@ func TestKeyspaceEventsFindTheirSlot(t *testing.T) {
 		"dq:{legacy:0}":          {}, // an adopted topic has no slotted keys
 		"delayqueue2":            {},
 	} {
-		k, suffix, ok := f.slotOfKey(key)
+		k, suffix, ok := f.keyspace.slotOfKey(key)
 		if got := (found{k, suffix, ok}); got != want {
 			t.Errorf("slotOfKey(%q) = %+v, want %+v", key, got, want)
 		}
@@ -274,11 +274,11 @@ func TestUnansweredConfigGetKeepsTheKeyspaceMode(t *testing.T) {
 	topic := queue.Topic{Name: "raw", Prefix: prefix, Slots: 4}
 	sink := newRecordSink()
 	reg := prometheus.NewRegistry()
-	start(t, Options{
+	f, _ := startF(t, Options{
 		Queue: queue.New(rdb), Topics: []Topic{{Topic: topic, Sink: sink}}, Metrics: NewMetrics(reg),
 		AllSlots: true, KeyspacePollInterval: time.Hour, keyspaceRecheck: 50 * time.Millisecond,
-	})
-	eventually(t, 5*time.Second, "keyspace mode all", func() bool { return keyspaceMode(t, reg) == modeAll })
+	}, watchKeyspace)
+	waitPasses(t, f.keyspace.passed, 5*time.Second, "keyspace mode all", func() bool { return keyspaceMode(t, reg) == modeAll })
 
 	proxy.Stall()
 	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
@@ -294,3 +294,7 @@ func TestUnansweredConfigGetKeepsTheKeyspaceMode(t *testing.T) {
 	late := rawLateness(t, q, topic, sink, 1) // only an event wakes a slot within the hour
 	t.Logf("raw ZADD lateness after the stall: max %s", late[len(late)-1])
 }
+
+// watchKeyspace has the keyspace watcher signal each reading of the
+// setting and each mode it sets, for waitPasses.
+func watchKeyspace(f *Forwarder) { f.keyspace.passed = make(passes, 1) }

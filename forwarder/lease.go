@@ -14,32 +14,32 @@ import (
 // lost Redis lets its leases expire; a live one is never reaped from under
 // itself, which would publish the batch again.
 type leases struct {
-	mu   sync.Mutex
-	next uint64
-	held map[uint64]*heldBatch
+	mu      sync.Mutex
+	next    uint64
+	batches map[uint64]*leasedBatch
 }
 
-type heldBatch struct {
+type leasedBatch struct {
 	claimed []queue.Claimed
 	renewed time.Time // when the lease was last set (claim or Extend)
 }
 
-func newLeases() *leases { return &leases{held: map[uint64]*heldBatch{}} }
+func newLeases() *leases { return &leases{batches: map[uint64]*leasedBatch{}} }
 
-// hold registers a claimed batch whose lease was set at claimed and returns
-// its handle for drop.
-func (l *leases) hold(claimed []queue.Claimed, at time.Time) uint64 {
+// track registers a claimed batch whose lease was set at claimed and
+// returns its handle for drop.
+func (l *leases) track(claimed []queue.Claimed, at time.Time) uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.next++
-	l.held[l.next] = &heldBatch{claimed: claimed, renewed: at}
+	l.batches[l.next] = &leasedBatch{claimed: claimed, renewed: at}
 	return l.next
 }
 
 // drop forgets a settled batch.
 func (l *leases) drop(id uint64) {
 	l.mu.Lock()
-	delete(l.held, id)
+	delete(l.batches, id)
 	l.mu.Unlock()
 }
 
@@ -49,7 +49,7 @@ func (l *leases) stale(cutoff, now time.Time) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var members []string
-	for _, h := range l.held {
+	for _, h := range l.batches {
 		if h.renewed.Before(cutoff) {
 			for _, c := range h.claimed {
 				members = append(members, c.Member)
@@ -60,10 +60,10 @@ func (l *leases) stale(cutoff, now time.Time) []string {
 	return members
 }
 
-// keepLeases renews, every third of a lease, the leases of batches held for
-// more than a third of one, until ctx ends.
+// keepLeases renews, every third of a lease, the leases of batches in flight
+// for more than a third of one, until ctx ends.
 func (s *scanner) keepLeases(ctx context.Context) {
-	lease := s.f.opt.Lease
+	lease := s.cfg.Lease
 	every := max(lease/3, 10*time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -79,10 +79,10 @@ func (s *scanner) keepLeases(ctx context.Context) {
 			continue
 		}
 		ectx, cancel := context.WithTimeout(ctx, min(every, redisTimeout))
-		n, err := s.f.q.Extend(ectx, s.topic.Topic, s.slot, members, lease)
+		n, err := s.q.Extend(ectx, s.topic.Topic, s.slot, members, lease)
 		cancel()
 		if err != nil {
-			s.f.m.RedisErrs.WithLabelValues("extend").Inc()
+			s.m.RedisErrs.WithLabelValues("extend").Inc()
 			s.log.Warn("renewing leases failed; they may be reaped and published again", "count", len(members), "err", err)
 			continue
 		}

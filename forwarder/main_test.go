@@ -138,6 +138,14 @@ func (s *recordSink) published() []published {
 // returns stop, which waits for Run to return and its error.
 func start(t *testing.T, opt Options) (stop func() error) {
 	t.Helper()
+	_, stop = startF(t, opt, nil)
+	return stop
+}
+
+// startF is start that returns the forwarder too; before, if not nil, is
+// called before Run (to set a service's test signal).
+func startF(t *testing.T, opt Options, before func(*Forwarder)) (*Forwarder, func() error) {
+	t.Helper()
 	if opt.Metrics == nil {
 		opt.Metrics = NewMetrics(prometheus.NewRegistry())
 	}
@@ -145,12 +153,15 @@ func start(t *testing.T, opt Options) (stop func() error) {
 	if err != nil {
 		t.Fatalf("new forwarder: %v", err)
 	}
+	if before != nil {
+		before(f)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.Run(ctx) }()
 	var once sync.Once
 	var runErr error
-	stop = func() error {
+	stop := func() error {
 		once.Do(func() {
 			cancel()
 			select {
@@ -162,7 +173,7 @@ func start(t *testing.T, opt Options) (stop func() error) {
 		return runErr
 	}
 	t.Cleanup(func() { stop() })
-	return stop
+	return f, stop
 }
 
 // eventually polls cond until it holds or the deadline passes.

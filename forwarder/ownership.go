@@ -1,19 +1,68 @@
 package forwarder
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/delaybridge/delaybridge/queue"
 )
 
-// ownershipLoop heartbeats this replica and scans the slots queue.Assign gives it
-// among the live replicas, until ctx ends. A replica that cannot renew its
+// ownership heartbeats this replica and scans the slots queue.Assign gives
+// it among the live replicas (setLive). A replica that cannot renew its
 // heartbeat for a whole TTL stops claiming: the others will have taken its
-// slots over by then.
-func (f *Forwarder) ownershipLoop(ctx context.Context) {
+// slots over by then. Run runs it (it is not in the services' group: it
+// decides when the replica stops scanning), unless AllSlots.
+type ownership struct {
+	q       *queue.Queue
+	m       *Metrics
+	log     *slog.Logger
+	replica string
+	prefix  string
+	every   time.Duration
+	ttl     time.Duration
+	// setLive applies the live replicas (nil: unknown, own nothing);
+	// scanning reports whether any slot is scanned now.
+	setLive  func(ctx context.Context, live []string) (gained, lost, owned int)
+	scanning func() bool
+
+	// run's own: when the last heartbeat that succeeded was sent, and the
+	// live replicas last applied.
+	lastOK time.Time
+	last   []string
+	passed passes // tests: signalled after each heartbeat applied
+}
+
+// ownershipConfig configures ownership.
+type ownershipConfig struct {
+	Replica, KeyPrefix string
+	// Every and TTL are the heartbeat's interval and time to live
+	// (defaults 1 s and 5 s); TTL must exceed Every.
+	Every, TTL time.Duration
+	SetLive    func(ctx context.Context, live []string) (gained, lost, owned int)
+	Scanning   func() bool
+}
+
+func newOwnership(cfg ownershipConfig, q *queue.Queue, m *Metrics, log *slog.Logger) (*ownership, error) {
+	every, ttl := cmp.Or(cfg.Every, time.Second), cmp.Or(cfg.TTL, 5*time.Second)
+	switch {
+	case cfg.Replica == "" || cfg.KeyPrefix == "":
+		return nil, errors.New("ownership: no replica id or key prefix")
+	case every <= 0 || ttl <= 0:
+		return nil, fmt.Errorf("ownership: heartbeat interval %s, ttl %s: want positive durations", every, ttl)
+	case cfg.SetLive == nil || cfg.Scanning == nil:
+		return nil, errors.New("ownership: no slots to apply the live replicas to")
+	}
+	return &ownership{q: q, m: m, log: log, replica: cfg.Replica, prefix: cfg.KeyPrefix, every: every, ttl: ttl,
+		setLive: cfg.SetLive, scanning: cfg.Scanning}, nil
+}
+
+// run heartbeats and applies the live replicas until ctx ends.
+func (o *ownership) run(ctx context.Context) {
 	beats := make(chan beat, 1)
 	pending := false // a heartbeat is still waiting for Redis
 	defer func() {
@@ -23,8 +72,7 @@ func (f *Forwarder) ownershipLoop(ctx context.Context) {
 	}()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	lastOK := time.Now() // when the last heartbeat that succeeded was sent
-	var last []string
+	o.lastOK = time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -33,7 +81,7 @@ func (f *Forwarder) ownershipLoop(ctx context.Context) {
 		}
 		if !pending {
 			pending = true
-			go f.beat(ctx, beats)
+			go o.beat(ctx, beats)
 		}
 		// A heartbeat slower than the TTL is as good as lost. go-redis
 		// ignores context deadlines unless ContextTimeoutEnabled, so a
@@ -44,35 +92,50 @@ func (f *Forwarder) ownershipLoop(ctx context.Context) {
 		select {
 		case b = <-beats:
 			pending = false
-		case <-time.After(f.opt.HeartbeatTTL):
-			b.err = fmt.Errorf("heartbeat: no answer from Redis within %s", f.opt.HeartbeatTTL)
+		case <-time.After(o.ttl):
+			b.err = fmt.Errorf("heartbeat: no answer from Redis within %s", o.ttl)
 		case <-ctx.Done():
 			return
 		}
-		if b.err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			f.m.RedisErrs.WithLabelValues("heartbeat").Inc()
-			if time.Since(lastOK) >= f.opt.HeartbeatTTL && len(f.ownedSlots()) > 0 {
-				f.log.Error("heartbeat lost for a whole TTL; stopping every scanner", "err", b.err)
-				f.setLive(ctx, nil)
-				last = nil
-			} else {
-				f.log.Warn("heartbeat failed", "err", b.err)
-			}
-			timer.Reset(f.opt.HeartbeatInterval)
-			continue
+		if ctx.Err() != nil {
+			return
 		}
-		lastOK = b.sent
-		f.m.Replicas.Set(float64(len(b.set.Live)))
-		if !slices.Equal(b.set.Live, last) {
-			gained, lost, owned := f.setLive(ctx, b.set.Live)
-			f.log.Info("ownership changed", "replicas", len(b.set.Live), "owned", owned, "gained", gained, "lost", lost)
-			last = b.set.Live
-		}
-		timer.Reset(nextBeat(b.set, f.opt.ReplicaID, f.opt.HeartbeatInterval))
+		timer.Reset(o.apply(ctx, b))
 	}
+}
+
+// runOnce heartbeats once, waiting for Redis, applies the outcome and
+// returns the wait before the next heartbeat.
+func (o *ownership) runOnce(ctx context.Context) time.Duration {
+	out := make(chan beat, 1)
+	o.beat(ctx, out)
+	return o.apply(ctx, <-out)
+}
+
+// apply acts on one heartbeat's outcome: a failure for a whole TTL stops
+// every scanner, a change of the live replicas reassigns the slots. It
+// returns the wait before the next heartbeat.
+func (o *ownership) apply(ctx context.Context, b beat) time.Duration {
+	defer o.passed.signal()
+	if b.err != nil {
+		o.m.RedisErrs.WithLabelValues("heartbeat").Inc()
+		if time.Since(o.lastOK) >= o.ttl && o.scanning() {
+			o.log.Error("heartbeat lost for a whole TTL; stopping every scanner", "err", b.err)
+			o.setLive(ctx, nil)
+			o.last = nil
+		} else {
+			o.log.Warn("heartbeat failed", "err", b.err)
+		}
+		return o.every
+	}
+	o.lastOK = b.sent
+	o.m.Replicas.Set(float64(len(b.set.Live)))
+	if !slices.Equal(b.set.Live, o.last) {
+		gained, lost, owned := o.setLive(ctx, b.set.Live)
+		o.log.Info("ownership changed", "replicas", len(b.set.Live), "owned", owned, "gained", gained, "lost", lost)
+		o.last = b.set.Live
+	}
+	return nextBeat(b.set, o.replica, o.every)
 }
 
 // beat is the outcome of one heartbeat.
@@ -83,11 +146,11 @@ type beat struct {
 }
 
 // beat renews this replica's heartbeat and sends the outcome on out.
-func (f *Forwarder) beat(ctx context.Context, out chan<- beat) {
+func (o *ownership) beat(ctx context.Context, out chan<- beat) {
 	b := beat{sent: time.Now()}
-	hctx, cancel := context.WithTimeout(ctx, f.opt.HeartbeatTTL)
+	hctx, cancel := context.WithTimeout(ctx, o.ttl)
 	defer cancel()
-	b.set, b.err = f.q.Heartbeat(hctx, f.opt.KeyPrefix, f.opt.ReplicaID, f.opt.HeartbeatTTL)
+	b.set, b.err = o.q.Heartbeat(hctx, o.prefix, o.replica, o.ttl)
 	out <- b
 }
 
@@ -187,11 +250,11 @@ func diff(owned []slotKey, want map[slotKey]bool) (gained, lost int) {
 // slots at once instead of after the TTL. Failing to (Redis unreachable at
 // shutdown) is no reason for a failed exit: the heartbeat expires within the
 // TTL and the others take the slots then.
-func (f *Forwarder) leave() {
+func (o *ownership) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
 	defer cancel()
-	if _, err := f.q.Leave(ctx, f.opt.KeyPrefix, f.opt.ReplicaID); err != nil {
-		f.log.Warn("could not leave the replica set; the others take its slots when its heartbeat expires",
-			"ttl", f.opt.HeartbeatTTL, "err", err)
+	if _, err := o.q.Leave(ctx, o.prefix, o.replica); err != nil {
+		o.log.Warn("could not leave the replica set; the others take its slots when its heartbeat expires",
+			"ttl", o.ttl, "err", err)
 	}
 }

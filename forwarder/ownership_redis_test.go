@@ -25,22 +25,22 @@ func TestReplicaCutOffFromRedisStopsScanningWithinTTL(t *testing.T) {
 	topic := queue.Topic{Name: "orders", Prefix: prefix, Slots: 8}
 	m := NewMetrics(prometheus.NewRegistry())
 	const ttl = 500 * time.Millisecond
-	stop := start(t, Options{
+	f, stop := startF(t, Options{
 		Queue: queue.New(rdb), Topics: []Topic{{topic, newRecordSink()}}, KeyPrefix: prefix,
 		ReplicaID: "a", HeartbeatInterval: 100 * time.Millisecond, HeartbeatTTL: ttl, Metrics: m,
 		ShutdownTimeout: time.Second,
-	})
+	}, watchHeartbeats)
 	owned := func() int { return ownedSlots(t, m, "orders") }
-	eventually(t, 10*time.Second, "owns all 8 slots", func() bool { return owned() == 8 })
+	waitPasses(t, f.ownership.passed, 10*time.Second, "owns all 8 slots", func() bool { return owned() == 8 })
 
 	proxy.Stall()
 	stalled := time.Now()
 	// Before, a hung heartbeat waited interval + 5 s before it failed.
-	eventually(t, 3*time.Second, "scanners stopped after the heartbeat was lost", func() bool { return owned() == 0 })
+	waitPasses(t, f.ownership.passed, 3*time.Second, "scanners stopped after the heartbeat was lost", func() bool { return owned() == 0 })
 	t.Logf("stopped scanning %s after Redis stalled (TTL %s)", time.Since(stalled).Round(time.Millisecond), ttl)
 
 	proxy.Restore()
-	eventually(t, 15*time.Second, "owns all 8 slots again", func() bool { return owned() == 8 })
+	waitPasses(t, f.ownership.passed, 15*time.Second, "owns all 8 slots again", func() bool { return owned() == 8 })
 	if set, err := q.Heartbeat(context.Background(), prefix, "observer", time.Second); err != nil || len(set.Live) != 2 {
 		t.Errorf("replica set %v, %v: want a and the observer", set.Live, err)
 	}
@@ -66,12 +66,12 @@ func TestSlotRegainedWhileItsScannerDrainsKeepsTheInflightBound(t *testing.T) {
 	sink := newHeldSink()
 	m := NewMetrics(prometheus.NewRegistry())
 	const batch, batches = 10, 2
-	start(t, Options{
+	f, _ := startF(t, Options{
 		Queue: queue.New(rdb), Topics: []Topic{{topic, sink}}, KeyPrefix: prefix,
 		ReplicaID: "a", HeartbeatInterval: 100 * time.Millisecond, HeartbeatTTL: 500 * time.Millisecond,
 		BatchSize: batch, MaxInflightBatches: batches, PollInterval: 20 * time.Millisecond,
 		ShutdownTimeout: 20 * time.Second, Metrics: m,
-	})
+	}, watchHeartbeats)
 	owned := func() int { return ownedSlots(t, m, "orders") }
 	inflight := func() int64 {
 		n, err := q.Client().ZCard(context.Background(), topic.Keys(0).Inflight).Result()
@@ -86,9 +86,9 @@ func TestSlotRegainedWhileItsScannerDrainsKeepsTheInflightBound(t *testing.T) {
 	})
 
 	proxy.Stall()
-	eventually(t, 5*time.Second, "scanner stopped after the heartbeat was lost", func() bool { return owned() == 0 })
+	waitPasses(t, f.ownership.passed, 5*time.Second, "scanner stopped after the heartbeat was lost", func() bool { return owned() == 0 })
 	proxy.Restore()
-	eventually(t, 15*time.Second, "slot owned again", func() bool { return owned() == 1 })
+	waitPasses(t, f.ownership.passed, 15*time.Second, "slot owned again", func() bool { return owned() == 1 })
 	// The old scanner drains for up to ShutdownTimeout while the broker
 	// holds its confirms; a new scanner claiming beside it would have
 	// claimed within a poll interval.
@@ -128,3 +128,7 @@ func ownedSlots(t *testing.T, m *Metrics, topic string) int {
 	}
 	return int(g.GetGauge().GetValue())
 }
+
+// watchHeartbeats has ownership signal each heartbeat it applied, for
+// waitPasses.
+func watchHeartbeats(f *Forwarder) { f.ownership.passed = make(passes, 1) }

@@ -1,10 +1,15 @@
 package forwarder
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"time"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // reapLimit is the most expired leases returned per call.
@@ -15,7 +20,7 @@ const reapLimit = 1000
 // could have expired: the reap script returns the earliest lease deadline
 // left in flight, and a claim (this replica's, or in keyspace mode any
 // replica's, seen as a notification) adds one a lease from now. Besides,
-// every slot is reaped at least every reapSafety(): a replica that claimed in
+// every slot is reaped at least every reapSafety: a replica that claimed in
 // a slot after this one acquired it (both scan it for a moment) and then
 // died is noticed without notifications only that way; and the reap also
 // sweeps stale records (see queue.Reap).
@@ -28,23 +33,13 @@ const (
 	reapPace = 5 * time.Second
 )
 
-// reapSafety is the longest a slot goes unreaped: with notifications
-// reapSafetyKeyspace; without, the lease (from 5 s to 5 min), as a dead
-// claimer's leases may only be found by looking.
-func (f *Forwarder) reapSafety() time.Duration {
-	if f.ks.get() != modePoll {
-		return reapSafetyKeyspace
-	}
-	return min(max(f.opt.Lease, 5*time.Second), 5*time.Minute)
-}
-
 // reapGrace is how long after a lease's deadline the reaper looks: a live
 // claimer renews its slow batches' leases a third of a lease ahead, but on a
 // loaded machine a renewal may come late, and reaping at the very deadline
 // would publish such a batch twice. An eighth of the lease (at most 1 s) is
 // what the reaper's old fixed pace (a quarter of the lease) gave on average.
-func (f *Forwarder) reapGrace() time.Duration {
-	return min(max(f.opt.Lease/8, 2*time.Millisecond), time.Second)
+func reapGrace(lease time.Duration) time.Duration {
+	return min(max(lease/8, 2*time.Millisecond), time.Second)
 }
 
 // reapSchedule is when each owned slot is reaped next.
@@ -128,66 +123,113 @@ func (r *reapSchedule) due(now, limit time.Time) ([]slotKey, time.Time) {
 // never is a time no reap is scheduled for.
 var never = time.Unix(1<<62, 0)
 
-// reapLoop reaps the owned slots when they are due (see reapSchedule), until
-// ctx ends.
-func (f *Forwarder) reapLoop(ctx context.Context) {
-	cursors := map[slotKey]string{}
-	for {
-		now := time.Now()
-		ks, first := f.reaps.due(now, now.Add(time.Minute))
-		for _, k := range ks {
-			if ctx.Err() != nil {
-				return
-			}
-			cursors[k] = f.reap(ctx, k, cursors[k])
-		}
-		if len(ks) > 0 {
-			continue // the reaps took time: look at the schedule again
-		}
-		if !sleep(ctx, time.Until(first), f.reaps.kick) {
+// reaper reaps the owned slots when they are due (see reapSchedule).
+type reaper struct {
+	q        *queue.Queue
+	m        *Metrics
+	log      *slog.Logger
+	topics   []Topic
+	lease    time.Duration
+	schedule *reapSchedule
+	wakes    *wakeups
+	ks       *keyspaceState
+	// cursors are each slot's sweep cursor (queue.Reap); run's only.
+	cursors map[slotKey]string
+	passed  passes // tests: signalled after each pass that reaped
+}
+
+// reaperConfig configures a reaper.
+type reaperConfig struct {
+	Topics []Topic
+	// Lease is the claims' lease (default 30 s): it sets the reaper's
+	// grace and, while polling, its safety interval.
+	Lease time.Duration
+}
+
+func newReaper(cfg reaperConfig, q *queue.Queue, m *Metrics, log *slog.Logger, schedule *reapSchedule, wakes *wakeups, ks *keyspaceState) (*reaper, error) {
+	lease := cmp.Or(cfg.Lease, 30*time.Second)
+	if lease <= 0 {
+		return nil, fmt.Errorf("reaper: lease %s: want a positive duration", lease)
+	}
+	return &reaper{q: q, m: m, log: log, topics: cfg.Topics, lease: lease, schedule: schedule, wakes: wakes, ks: ks,
+		cursors: map[slotKey]string{}}, nil
+}
+
+// reapSafety is the longest a slot goes unreaped: with notifications
+// reapSafetyKeyspace; without, the lease (from 5 s to 5 min), as a dead
+// claimer's leases may only be found by looking.
+func (r *reaper) reapSafety() time.Duration {
+	if r.ks.get() != modePoll {
+		return reapSafetyKeyspace
+	}
+	return min(max(r.lease, 5*time.Second), 5*time.Minute)
+}
+
+// run reaps the slots as they fall due until ctx ends.
+func (r *reaper) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		if reaped, first := r.runOnce(ctx); !reaped && !sleep(ctx, time.Until(first), r.schedule.kick) {
 			return
 		}
+		// After reaps: they took time, so look at the schedule again.
 	}
+}
+
+// runOnce reaps the slots due now; reaped is false when none was, and
+// first is when the next is due (at the latest in a minute).
+func (r *reaper) runOnce(ctx context.Context) (reaped bool, first time.Time) {
+	now := time.Now()
+	ks, first := r.schedule.due(now, now.Add(time.Minute))
+	for _, k := range ks {
+		if ctx.Err() != nil {
+			return true, first
+		}
+		r.cursors[k] = r.reap(ctx, k, r.cursors[k])
+	}
+	if len(ks) > 0 {
+		r.passed.signal()
+	}
+	return len(ks) > 0, first
 }
 
 // reap returns expired leases of one slot, advances its sweep and schedules
 // its next reap; it returns the next sweep cursor.
-func (f *Forwarder) reap(ctx context.Context, k slotKey, cursor string) string {
-	t := f.opt.Topics[k.topic]
+func (r *reaper) reap(ctx context.Context, k slotKey, cursor string) string {
+	t := r.topics[k.topic]
 	for {
 		rctx, cancel := context.WithTimeout(ctx, redisTimeout)
-		r, err := f.q.Reap(rctx, t.Topic, k.slot, reapLimit, cursor)
+		res, err := r.q.Reap(rctx, t.Topic, k.slot, reapLimit, cursor)
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
-				f.m.RedisErrs.WithLabelValues("reap").Inc()
-				f.log.Warn("reap failed", "topic", t.Name, "slot", k.slot, "err", err)
+				r.m.RedisErrs.WithLabelValues("reap").Inc()
+				r.log.Warn("reap failed", "topic", t.Name, "slot", k.slot, "err", err)
 			}
-			f.reaps.note(k, time.Now().Add(reapPace))
+			r.schedule.note(k, time.Now().Add(reapPace))
 			return cursor
 		}
-		cursor = r.Cursor
-		if r.Reaped > 0 {
-			f.m.Reaped.WithLabelValues(t.Name).Add(float64(r.Reaped))
-			f.log.Warn("returned expired leases", "topic", t.Name, "slot", k.slot, "count", r.Reaped)
-			f.wakes.wake(k, math.Inf(-1)) // due now
+		cursor = res.Cursor
+		if res.Reaped > 0 {
+			r.m.Reaped.WithLabelValues(t.Name).Add(float64(res.Reaped))
+			r.log.Warn("returned expired leases", "topic", t.Name, "slot", k.slot, "count", res.Reaped)
+			r.wakes.wake(k, math.Inf(-1)) // due now
 		}
-		if r.Dead > 0 {
-			f.m.Dead.WithLabelValues(t.Name).Add(float64(r.Dead))
-			f.log.Warn("dead-lettered messages that can never fall due", "topic", t.Name, "slot", k.slot, "count", r.Dead)
+		if res.Dead > 0 {
+			r.m.Dead.WithLabelValues(t.Name).Add(float64(res.Dead))
+			r.log.Warn("dead-lettered messages that can never fall due", "topic", t.Name, "slot", k.slot, "count", res.Dead)
 		}
-		if r.Reaped < reapLimit {
+		if res.Reaped < reapLimit {
 			// The safety reap is planned in the mode in force now; a slot
 			// reaped while polling is planned again by the sweep when
 			// notifications start.
 			// Each note keeps the earlier time: a sweep half done must
 			// not put off the reap of a lease that expires sooner.
-			f.reaps.note(k, time.Now().Add(f.reapSafety()))
+			r.schedule.note(k, time.Now().Add(r.reapSafety()))
 			if cursor != "0" {
-				f.reaps.note(k, time.Now().Add(reapPace)) // sweep on
+				r.schedule.note(k, time.Now().Add(reapPace)) // sweep on
 			}
-			if r.HasNext {
-				f.reaps.note(k, time.Now().Add(r.NextLease.Sub(r.Now)+f.reapGrace()))
+			if res.HasNext {
+				r.schedule.note(k, time.Now().Add(res.NextLease.Sub(res.Now)+reapGrace(r.lease)))
 			}
 			return cursor
 		}

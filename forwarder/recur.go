@@ -16,62 +16,8 @@ import (
 // the tick and Redis's time at settlement (the gap rule: see
 // queue.Schedule.Next).
 
-// splitTicks takes the ticks out of members (ids[i]: members[i]'s envelope
-// id, or nil): plain are acked as usual, ticks through settleTicks.
-func splitTicks(members, ids []string) (plain, plainIDs, ticks []string) {
-	n := 0
-	for _, m := range members {
-		if queue.IsTick(m) {
-			n++
-		}
-	}
-	if n == 0 {
-		return members, ids, nil
-	}
-	for i, m := range members {
-		if queue.IsTick(m) {
-			ticks = append(ticks, m)
-			continue
-		}
-		plain = append(plain, m)
-		if i < len(ids) {
-			plainIDs = append(plainIDs, ids[i])
-		}
-	}
-	return plain, plainIDs, ticks
-}
-
-// finalTicks are the ticks of group whose failure dead-letters them: a
-// permanent refusal, an undecodable tick, or the last of maxAttempts. Their
-// next tick is written before their death is, so a crash in between leaves
-// the tick in flight (delivered again after its lease, its successor
-// already written): never a recurrence without a tick. A tick that will be
-// retried holds its recurrence until it is delivered or dies, like a gap.
-func finalTicks(group []*delivery, maxAttempts int) []string {
-	var ticks []string
-	for _, d := range group {
-		for _, f := range d.failures {
-			if queue.IsTick(f.Member) {
-				ticks = append(ticks, f.Member)
-			}
-		}
-		if d.unsent {
-			continue
-		}
-		for i, e := range d.results {
-			if e == nil || !queue.IsTick(d.members[i]) {
-				continue
-			}
-			if o := outcomeOf(e); o == outcomePermanent || (!o.lost() && d.msgs[i].Attempt >= maxAttempts) {
-				ticks = append(ticks, d.members[i])
-			}
-		}
-	}
-	return ticks
-}
-
 // deadTicks are the ticks among failures that outs says died: advanced
-// again after the fact (a no-op for those finalTicks advanced), in case one
+// again after the fact (a no-op for those sortOut found final), in case one
 // had failed more often than its claim said.
 func deadTicks(failures []queue.Failure, outs []queue.Outcome) []string {
 	var ticks []string
@@ -97,20 +43,20 @@ func (s *scanner) settleTicks(ctx context.Context, ticks []string, confirmed boo
 	var st queue.TickSettlement
 	s.redisRetry(ctx, op, func(c context.Context) error {
 		var err error
-		st, err = s.f.q.SettleTicks(c, s.topic.Topic, s.slot, ticks, confirmed, now)
+		st, err = s.q.SettleTicks(c, s.topic.Topic, s.slot, ticks, confirmed, now)
 		return err
 	})
 	if !st.Earliest.IsZero() { // the next tick waits in this slot: its scanner looks again by then
-		s.f.wakes.wake(s.key, float64(st.Earliest.UnixMilli()))
+		s.wakes.wake(s.key, float64(st.Earliest.UnixMilli()))
 	}
 	name := s.topic.Name
 	if confirmed {
-		s.f.m.TicksDelivered.WithLabelValues(name).Add(float64(len(ticks)))
+		s.m.TicksDelivered.WithLabelValues(name).Add(float64(len(ticks)))
 	}
 	if st.Skipped > 0 {
-		s.f.m.TicksSkipped.WithLabelValues(name).Add(float64(st.Skipped))
+		s.m.TicksSkipped.WithLabelValues(name).Add(float64(st.Skipped))
 	}
 	if st.Unreadable > 0 {
-		s.f.repeats.Add(slog.LevelError, name, "recurrence tick unreadable: its recurrence stops until it is set again", st.Unreadable, st.Err.Error())
+		s.repeats.Add(slog.LevelError, name, "recurrence tick unreadable: its recurrence stops until it is set again", st.Unreadable, st.Err.Error())
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/delaybridge/delaybridge/internal/backoff"
+	"github.com/delaybridge/delaybridge/internal/logrepeat"
+	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
@@ -31,14 +34,20 @@ const retryJitter = 0.2
 // a slow broker slows claiming instead of moving the backlog into flight.
 //
 // One batch goes through the stages in this order, a file each, and never
-// back: claimLoop (claim.go) claims it, handOver (hold.go) holds what was
-// claimed ahead until due, publish (publish.go) hands it to the sink and
-// settleLoop (settle.go) records the broker's answers in Redis. A stage uses
-// the types and helpers of the stages before it, never those of a later
-// one; run, here, wires them. inflight.go and lease.go hold the state they
-// share: how much is in flight, and the leases to renew.
+// back: claimLoop (claim.go) asks the gate (gate.go) how many it may claim,
+// claims them and gives the gate back what it did not use; handOver
+// (hold.go) keeps what was claimed ahead until due; publish (publish.go)
+// hands it to the sink; settleLoop (settle.go) classifies the broker's
+// answers once and records them in Redis, recurrences' ticks through
+// recur.go. A stage uses the types and helpers of the stages before it,
+// never those of a later one; run, here, wires them. inflight.go and
+// lease.go hold the state they share (how much is in flight, the leases to
+// renew), putback.go the two ways every stage writes: redisRetry, and
+// putBack for members that go back without an attempt.
 type scanner struct {
-	f     *Forwarder
+	cfg   scannerConfig
+	q     *queue.Queue
+	m     *Metrics
 	topic Topic
 	slot  int
 	key   slotKey
@@ -50,32 +59,60 @@ type scanner struct {
 	// skew is Redis's clock minus the local clock at the last claim (the
 	// claimer's own; nap converts Redis times with it).
 	skew time.Duration
-	// flow is the topic's flow control (flow.go, gate.go); paused is true
-	// while the slot's last claim found the topic paused.
-	flow   *flowTopic
-	paused bool
-	// owed are rate-limit permits granted and not used by the claims they
-	// were granted for: given back with the next Acquire, or on their own
-	// before the scanner naps (gate.go). rateBound is true from a claim the
-	// rate limit did not grant whole until the slot naps: it asks the limit
-	// before claiming meanwhile (claimFirst).
-	owed      int
-	rateBound bool
+	// gate is the slot's door to its topic's flow control (gate.go).
+	gate *gate
+	// What the replica shares with the scanner: the keyspace mode in force
+	// (the poll interval), the reaper's schedule (leases set), the slots'
+	// alarms (a recurrence's next tick) and the repeating-failure log.
+	ks      *keyspaceState
+	reaps   *reapSchedule
+	wakes   *wakeups
+	repeats *logrepeat.Log
+}
+
+// scannerConfig is what a scanner uses of the Options.
+type scannerConfig struct {
+	Lease, ShutdownTimeout time.Duration
+	// PollInterval and SafetyPoll are the longest an idle slot sleeps
+	// without and with keyspace notifications.
+	PollInterval, SafetyPoll time.Duration
+	MaxAttempts              int
+	// Retry is a refused message's retry schedule (retryPolicy).
+	Retry backoff.Policy
+	// Tracing emits the slot's publish spans (trace.go); zero: none.
+	Tracing Tracing
 }
 
 func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 	t := f.opt.Topics[k.topic]
+	log := f.log.With("topic", t.Name, "slot", k.slot)
+	in := newInflight(&f.flows[k.topic].unsettled)
+	opt := &f.opt
 	return &scanner{
-		f:      f,
+		cfg: scannerConfig{Lease: opt.Lease, ShutdownTimeout: opt.ShutdownTimeout, PollInterval: opt.PollInterval,
+			SafetyPoll: opt.KeyspacePollInterval, MaxAttempts: opt.MaxAttempts, Retry: f.retry, Tracing: opt.Tracing},
+		q:      f.q,
+		m:      f.m,
 		topic:  t,
 		slot:   k.slot,
 		key:    k,
 		alarm:  a,
-		in:     newInflight(&f.flows[k.topic].unsettled),
+		in:     in,
 		leases: newLeases(),
-		log:    f.log.With("topic", t.Name, "slot", k.slot),
-		flow:   f.flows[k.topic],
+		log:    log,
+		gate: &gate{in: in, batch: opt.BatchSize, most: opt.MaxInflightBatches * opt.BatchSize,
+			flow: f.flows[k.topic], fs: f.flowState, topic: t.Topic, m: f.m, log: log},
+		ks:      &f.ks,
+		reaps:   f.reaps,
+		wakes:   f.wakes,
+		repeats: f.repeats,
 	}
+}
+
+// pollInterval is the longest the slot sleeps idle in the keyspace mode in
+// force (keyspaceState.pollInterval).
+func (s *scanner) pollInterval() time.Duration {
+	return s.ks.pollInterval(s.cfg.PollInterval, s.cfg.SafetyPoll)
 }
 
 // pipelineDepth is how many batches may wait between two stages of the
@@ -85,7 +122,6 @@ const pipelineDepth = 64
 // run claims until ctx ends, then lets the batches already claimed finish
 // within the shutdown timeout; what is not confirmed by then is returned.
 func (s *scanner) run(ctx context.Context) {
-	opt := &s.f.opt
 	// In-flight batches outlive ctx by at most the shutdown timeout.
 	drain, cancelDrain := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelDrain()
@@ -97,7 +133,7 @@ func (s *scanner) run(ctx context.Context) {
 		case <-finished:
 			return
 		}
-		t := time.NewTimer(opt.ShutdownTimeout)
+		t := time.NewTimer(s.cfg.ShutdownTimeout)
 		defer t.Stop()
 		select {
 		case <-t.C:

@@ -25,9 +25,9 @@ const maxGroup = 2000
 const ackDelay = 100 * time.Millisecond
 
 // settleLoop waits for each delivery's answer in order and records the
-// outcomes in Redis. Fully confirmed deliveries are held for up to ackDelay
+// outcomes in Redis. Fully confirmed deliveries wait up to ackDelay
 // and acked together; any other outcome is recorded at once, with the acks
-// held before it.
+// waiting before it.
 func (s *scanner) settleLoop(ctx context.Context, sent <-chan *delivery) {
 	h := newUnrecorded()
 	defer h.timer.Stop()
@@ -40,7 +40,7 @@ func (s *scanner) settleLoop(ctx context.Context, sent <-chan *delivery) {
 	var d *delivery // the delivery whose answer is awaited, if any
 	for {
 		// One delivery at a time, in order: the next is taken once d is
-		// answered. Held acks fall due meanwhile all the same.
+		// answered. Waiting acks fall due meanwhile all the same.
 		var next <-chan *delivery
 		var answered, ended <-chan struct{}
 		if d == nil {
@@ -97,7 +97,7 @@ func (h *unrecorded) add(d *delivery) {
 	h.n += len(d.b.claimed)
 }
 
-// arm starts the ackDelay of the oldest held delivery, unless it runs.
+// arm starts the ackDelay of the oldest waiting delivery, unless it runs.
 func (h *unrecorded) arm() {
 	if !h.timing {
 		h.timer.Reset(ackDelay)
@@ -105,7 +105,7 @@ func (h *unrecorded) arm() {
 	}
 }
 
-// take empties h and returns what it held and how many messages that is.
+// take empties h and returns what it had and how many messages that is.
 func (h *unrecorded) take() ([]*delivery, int) {
 	group, n := h.group, h.n
 	h.group, h.n = nil, 0
@@ -136,8 +136,8 @@ func (s *scanner) await(ctx context.Context, d *delivery) {
 	name := s.topic.Name
 	confirmed := time.Now()
 	d.spans.end(d.results, confirmed)
-	s.f.m.Latency.WithLabelValues(name).Observe(confirmed.Sub(d.began).Seconds())
-	lateness := s.f.m.Lateness.WithLabelValues(name)
+	s.m.Latency.WithLabelValues(name).Observe(confirmed.Sub(d.began).Seconds())
+	lateness := s.m.Lateness.WithLabelValues(name)
 	redisNow := confirmed.Add(d.b.skew)
 	for i, e := range d.results {
 		if e == nil {
@@ -162,8 +162,9 @@ func (d *delivery) confirmed() bool {
 
 // settlement is what a group of awaited deliveries asks of Redis.
 type settlement struct {
-	acks     []string        // confirmed
+	acks     []string        // confirmed, not ticks
 	ackIDs   []string        // acks[i]'s envelope id (nil on raw topics)
+	ackTicks []string        // confirmed recurrence ticks (recur.go)
 	releases []string        // back without an attempt
 	unsent   int             // of releases, those never published (slot order)
 	blocked  int             // of releases, those the broker's block refused (logged by the sink)
@@ -172,15 +173,25 @@ type settlement struct {
 	// missing or routes nowhere, which an operator must fix (WARN).
 	noDestination bool
 	failed        map[outcome]int // messages the sink did not confirm, by outcome
+	// final are the ticks among failures whose failure dead-letters them:
+	// a permanent refusal, an undecodable tick, or the last of maxAttempts.
+	// Their next tick is written before their death (recur.go).
+	final []string
 }
 
-// sortOut classifies every message of a group of awaited deliveries. It
-// writes nothing. retry is the schedule of a refused message's next
-// attempt.
-func sortOut(group []*delivery, retry backoff.Policy) settlement {
+// sortOut classifies every message of a group of awaited deliveries, ticks
+// included: the one place the outcomes are decided. It writes nothing.
+// retry is the schedule of a refused message's next attempt, maxAttempts
+// the attempts that dead-letter it.
+func sortOut(group []*delivery, retry backoff.Policy, maxAttempts int) settlement {
 	st := settlement{failed: map[outcome]int{}}
 	for _, d := range group {
 		st.failures = append(st.failures, d.failures...)
+		for _, f := range d.failures {
+			if queue.IsTick(f.Member) {
+				st.final = append(st.final, f.Member) // undecodable: it dies
+			}
+		}
 		if d.unsent {
 			st.releases = append(st.releases, d.members...)
 			st.unsent += len(d.members)
@@ -188,10 +199,7 @@ func sortOut(group []*delivery, retry backoff.Policy) settlement {
 		}
 		for i, e := range d.results {
 			if e == nil {
-				st.acks = append(st.acks, d.members[i])
-				if d.indexed {
-					st.ackIDs = append(st.ackIDs, d.msgs[i].ID)
-				}
+				st.confirmed(d, i)
 				continue
 			}
 			o := outcomeOf(e)
@@ -211,9 +219,25 @@ func sortOut(group []*delivery, retry backoff.Policy) settlement {
 				Permanent: o == outcomePermanent,
 				Reason:    e.Error(),
 			})
+			if queue.IsTick(d.members[i]) && (o == outcomePermanent || d.msgs[i].Attempt >= maxAttempts) {
+				st.final = append(st.final, d.members[i])
+			}
 		}
 	}
 	return st
+}
+
+// confirmed files d's ith message, which the broker confirmed, as an ack:
+// a tick's (recur.go) or a plain one's, with its envelope id.
+func (st *settlement) confirmed(d *delivery, i int) {
+	if queue.IsTick(d.members[i]) {
+		st.ackTicks = append(st.ackTicks, d.members[i])
+		return
+	}
+	st.acks = append(st.acks, d.members[i])
+	if d.indexed {
+		st.ackIDs = append(st.ackIDs, d.msgs[i].ID)
+	}
 }
 
 // record writes the outcomes of a group of awaited deliveries to Redis:
@@ -228,35 +252,33 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 			s.leases.drop(d.b.lease)
 		}
 	}()
-	st := sortOut(group, s.f.retry)
+	st := sortOut(group, s.cfg.Retry, s.cfg.MaxAttempts)
 	for o, n := range st.failed {
-		s.f.m.Failures.WithLabelValues(s.topic.Name, o.String()).Add(float64(n))
+		s.m.Failures.WithLabelValues(s.topic.Name, o.String()).Add(float64(n))
 	}
 	now := time.Now().Add(group[len(group)-1].b.skew) // Redis's clock
-	s.ack(ctx, st.acks, st.ackIDs, now)
+	s.ack(ctx, &st, now)
 	s.release(ctx, st.releases, st.unsent, st.blocked)
-	s.settleTicks(ctx, finalTicks(group, s.f.opt.MaxAttempts), false, now)
+	s.settleTicks(ctx, st.final, false, now)
 	outs := s.retry(ctx, st.failures, st.noDestination)
 	s.traceDead(group, st.failures, outs)
 	s.settleTicks(ctx, deadTicks(st.failures, outs), false, now)
 }
 
-// ack forgets confirmed members; ids are their envelope ids, decoded by
-// prepare (nil on raw topics). Recurrences' ticks among them write their
+// ack forgets the confirmed members of st; their envelope ids were decoded
+// by prepare (nil on raw topics). Recurrences' ticks among them write their
 // next tick as they go (settleTicks; now is Redis's time).
-func (s *scanner) ack(ctx context.Context, members, ids []string, now time.Time) {
-	if len(members) == 0 {
-		return
-	}
-	plain, plainIDs, ticks := splitTicks(members, ids)
-	if len(plain) > 0 {
+func (s *scanner) ack(ctx context.Context, st *settlement, now time.Time) {
+	if len(st.acks) > 0 {
 		s.redisRetry(ctx, "ack", func(c context.Context) error {
-			_, err := s.f.q.AckIDs(c, s.topic.Topic, s.slot, plain, plainIDs)
+			_, err := s.q.AckIDs(c, s.topic.Topic, s.slot, st.acks, st.ackIDs)
 			return err
 		})
 	}
-	s.settleTicks(ctx, ticks, true, now)
-	s.f.m.Published.WithLabelValues(s.topic.Name).Add(float64(len(members)))
+	s.settleTicks(ctx, st.ackTicks, true, now)
+	if n := len(st.acks) + len(st.ackTicks); n > 0 {
+		s.m.Published.WithLabelValues(s.topic.Name).Add(float64(n))
+	}
 }
 
 // release returns members without an attempt; unsent of them were never
@@ -266,13 +288,9 @@ func (s *scanner) release(ctx context.Context, members []string, unsent, blocked
 	if len(members) == 0 {
 		return
 	}
-	s.redisRetry(ctx, "release", func(c context.Context) error {
-		_, err := s.f.q.Release(c, s.topic.Topic, s.slot, members)
-		return err
-	})
-	s.f.m.Released.WithLabelValues(s.topic.Name).Add(float64(len(members)))
+	s.putBack(ctx, members, backUnsettled)
 	if lost := len(members) - unsent - blocked; lost > 0 {
-		s.f.repeats.Add(slog.LevelWarn, s.topic.Name, "publish failed on the connection; returned without an attempt", lost, "")
+		s.repeats.Add(slog.LevelWarn, s.topic.Name, "publish failed on the connection; returned without an attempt", lost, "")
 	}
 	if unsent > 0 {
 		s.log.Info("returned unpublished after an earlier batch went back, to keep the slot's order", "count", unsent)
@@ -292,7 +310,7 @@ func (s *scanner) retry(ctx context.Context, failures []queue.Failure, noDestina
 	var outs []queue.Outcome // stays empty if Redis could not be written
 	s.redisRetry(ctx, "retry", func(c context.Context) error {
 		var err error
-		outs, err = s.f.q.RetryAll(c, s.topic.Topic, s.slot, failures, s.f.opt.MaxAttempts)
+		outs, err = s.q.RetryAll(c, s.topic.Topic, s.slot, failures, s.cfg.MaxAttempts)
 		return err
 	})
 	// One log line per topic, outcome and interval (internal/logrepeat): a refusal
@@ -310,48 +328,16 @@ func (s *scanner) retry(ctx context.Context, failures []queue.Failure, noDestina
 		}
 	}
 	if retried > 0 {
-		s.f.m.Retried.WithLabelValues(s.topic.Name).Add(float64(retried))
+		s.m.Retried.WithLabelValues(s.topic.Name).Add(float64(retried))
 		if noDestination {
-			s.f.repeats.Add(slog.LevelWarn, s.topic.Name, "publish refused: destination missing or no route, will retry", retried, retryReason)
+			s.repeats.Add(slog.LevelWarn, s.topic.Name, "publish refused: destination missing or no route, will retry", retried, retryReason)
 		} else {
-			s.f.repeats.Add(slog.LevelInfo, s.topic.Name, "publish failed, will retry", retried, retryReason)
+			s.repeats.Add(slog.LevelInfo, s.topic.Name, "publish failed, will retry", retried, retryReason)
 		}
 	}
 	if dead > 0 {
-		s.f.m.Dead.WithLabelValues(s.topic.Name).Add(float64(dead))
-		s.f.repeats.Add(slog.LevelWarn, s.topic.Name, "messages dead-lettered", dead, deadReason)
+		s.m.Dead.WithLabelValues(s.topic.Name).Add(float64(dead))
+		s.repeats.Add(slog.LevelWarn, s.topic.Name, "messages dead-lettered", dead, deadReason)
 	}
 	return outs
-}
-
-// A failed Redis write is retried after redisRetryMin, doubling up to
-// redisRetryMax: a blip costs milliseconds, and an outage is not hammered.
-// redisRetry gives up after half a lease.
-const (
-	redisRetryMin = 20 * time.Millisecond
-	redisRetryMax = time.Second
-)
-
-// redisRetry runs op until it succeeds, giving up after half a lease (the
-// reaper takes over from there) or when ctx ends.
-func (s *scanner) redisRetry(ctx context.Context, op string, fn func(context.Context) error) {
-	giveUp := time.Now().Add(s.f.opt.Lease / 2)
-	wait := backoff.New(backoff.Policy{Min: redisRetryMin, Max: redisRetryMax, Jitter: retryJitter})
-	for {
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
-		err := fn(c)
-		cancel()
-		if err == nil {
-			return
-		}
-		s.f.m.RedisErrs.WithLabelValues(op).Inc()
-		if time.Now().After(giveUp) || ctx.Err() != nil {
-			s.log.Error("redis write failed; the reaper will return these messages after their lease", "op", op, "err", err)
-			return
-		}
-		s.log.Warn("redis write failed, retrying", "op", op, "err", err)
-		if !sleep(ctx, wait.Next(), nil) {
-			return
-		}
-	}
 }

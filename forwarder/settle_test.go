@@ -56,7 +56,7 @@ func TestSortOutAcksConfirmedReleasesLostAndRetriesRefused(t *testing.T) {
 		},
 		{msgs: []sinks.Message{{Attempt: 9}}, members: []string{"ok2"}, results: []error{nil}},
 	}
-	got := sortOut(group, retry)
+	got := sortOut(group, retry, 10)
 	want := settlement{
 		acks:     []string{"ok", "ok2"},
 		releases: []string{"dropped", "later1", "later2"},

@@ -58,7 +58,7 @@ type publishSpans struct {
 // into the message's headers in place of the producer's, so the consumer's
 // span is its child. It returns nil, doing nothing, when tracing is off.
 func (s *scanner) startSpans(d *delivery) *publishSpans {
-	tr := s.f.opt.Tracing
+	tr := s.cfg.Tracing
 	if tr.Tracer == nil || len(d.msgs) == 0 {
 		return nil
 	}
@@ -120,7 +120,7 @@ func (ps *publishSpans) end(results []error, answered time.Time) {
 // failures) as a span, child of the publish span whose refusal killed the
 // message. Members that never decoded have no span to follow.
 func (s *scanner) traceDead(group []*delivery, failures []queue.Failure, outs []queue.Outcome) {
-	tr := s.f.opt.Tracing.Tracer
+	tr := s.cfg.Tracing.Tracer
 	if tr == nil {
 		return
 	}

@@ -220,7 +220,7 @@ func TestNoTracingDeliversTheStoredContextAndAllocatesNothing(t *testing.T) {
 	if got := sink.published()[0].msg.Headers[queue.HeaderTraceParent]; got != sampled {
 		t.Errorf("traceparent %q, want the stored %q", got, sampled)
 	}
-	s := &scanner{f: &Forwarder{}}
+	s := &scanner{}
 	d := &delivery{msgs: []sinks.Message{{ID: "a"}}}
 	if n := testing.AllocsPerRun(100, func() {
 		d.spans = s.startSpans(d)
@@ -250,7 +250,7 @@ func BenchmarkPublishSpans(b *testing.B) {
 		tr   Tracing
 	}{{"off", Tracing{}}, {"on", Tracing{Tracer: tp.Tracer("bench"), Destinations: map[string]Destination{"t": {"rabbitmq", "ex"}}}}} {
 		b.Run(bc.name, func(b *testing.B) {
-			s := &scanner{f: &Forwarder{opt: Options{Tracing: bc.tr}}, topic: Topic{Topic: queue.Topic{Name: "t"}}}
+			s := &scanner{cfg: scannerConfig{Tracing: bc.tr}, topic: Topic{Topic: queue.Topic{Name: "t"}}}
 			d := &delivery{msgs: msgs(), began: time.Now()}
 			results := make([]error, len(d.msgs))
 			b.ReportAllocs()

@@ -2,9 +2,12 @@ package forwarder
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sync"
 	"sync/atomic"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // alarm wakes one scanner for a message due before the time it planned to
@@ -107,16 +110,38 @@ func (w *wakeups) all(score float64) {
 	}
 }
 
-// listenWake nudges the scanners with the queue's wake-ups until ctx ends.
-// A lost wake-up only costs precision: scanners still wake at their next due
-// score or poll interval. A wake-up also marks the slot's gauges stale
-// (schedule, requeue and resume publish one).
-func (f *Forwarder) listenWake(ctx context.Context) {
-	for w := range f.q.Wakes(ctx, f.opt.KeyPrefix) {
-		if ti, known := f.topicIndex[w.Topic]; known {
-			k := slotKey{ti, w.Slot}
-			f.stats.mark(k)
-			f.wakes.wake(k, w.Score)
-		}
+// wakeListener nudges the scanners with the queue's wake-ups. A lost
+// wake-up only costs precision: scanners still wake at their next due score
+// or poll interval. A wake-up also marks the slot's gauges stale (schedule,
+// requeue and resume publish one).
+type wakeListener struct {
+	q          *queue.Queue
+	prefix     string         // the wake channel's key prefix
+	topicIndex map[string]int // topic name to index
+	wakes      *wakeups
+	stats      *statsCache
+}
+
+func newWakeListener(q *queue.Queue, prefix string, topicIndex map[string]int, wakes *wakeups, stats *statsCache) (*wakeListener, error) {
+	if prefix == "" {
+		return nil, errors.New("wake listener: no key prefix")
+	}
+	return &wakeListener{q: q, prefix: prefix, topicIndex: topicIndex, wakes: wakes, stats: stats}, nil
+}
+
+// run relays the wake-ups until ctx ends.
+func (l *wakeListener) run(ctx context.Context) {
+	for w := range l.q.Wakes(ctx, l.prefix) {
+		l.relay(w)
+	}
+}
+
+// relay rings the alarm of the scanner of w's slot, if this replica runs
+// one, and marks the slot's gauges stale.
+func (l *wakeListener) relay(w queue.Wake) {
+	if ti, known := l.topicIndex[w.Topic]; known {
+		k := slotKey{ti, w.Slot}
+		l.stats.mark(k)
+		l.wakes.wake(k, w.Score)
 	}
 }

@@ -1,0 +1,50 @@
+package forwarder
+
+import (
+	"math"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/delaybridge/delaybridge/queue"
+)
+
+// TestWakeUpRingsItsSlotsAlarmAndMarksItsGauges: a wake-up relayed for an
+// owned slot announces its score to that slot's scanner only and marks the
+// slot's backlog numbers stale; one for an unknown topic does nothing.
+func TestWakeUpRingsItsSlotsAlarmAndMarksItsGauges(t *testing.T) {
+	t.Parallel()
+	q, prefix := testRedis(t)
+	tp := queue.Topic{Name: "orders", Prefix: prefix, Slots: 2}
+	f, err := New(Options{Queue: q, Topics: []Topic{{Topic: tp, Sink: newRecordSink()}}, KeyPrefix: prefix, AllSlots: true,
+		Metrics: NewMetrics(prometheus.NewRegistry())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	woken, other := newAlarm(), newAlarm()
+	woken.plan(math.Inf(1)) // both scanners sleep with nothing planned
+	other.plan(math.Inf(1))
+	f.wakes.add(slotKey{0, 1}, woken)
+	f.wakes.add(slotKey{0, 0}, other)
+	f.wake.relay(queue.Wake{Topic: "orders", Slot: 1, Score: 1234})
+	f.wake.relay(queue.Wake{Topic: "unknown", Slot: 0, Score: 1})
+	select {
+	case <-woken.C:
+	default:
+		t.Error("the woken slot's alarm did not ring")
+	}
+	if got := woken.plan(math.Inf(1)); got != 1234 {
+		t.Errorf("woken slot plans %v, want the announced 1234", got)
+	}
+	select {
+	case <-other.C:
+		t.Error("the other slot's alarm rang")
+	default:
+	}
+	f.stats.mu.Lock()
+	dirty, clean := f.stats.dirty[slotKey{0, 1}], f.stats.dirty[slotKey{0, 0}]
+	f.stats.mu.Unlock()
+	if !dirty || clean {
+		t.Errorf("stale marks: woken slot %v, other %v; want true, false", dirty, clean)
+	}
+}
