@@ -50,6 +50,16 @@ const (
 	maxRequest = 64 << 10
 )
 
+// fixtureRoutingKeys are the fixture's DELAYBRIDGE_TOPIC_<NAME>_ROUTING_KEYS:
+// orders takes the keys the tests send (eu.orders, and r in
+// TestAnswersMatchTheOpenAPIDocument).
+func fixtureRoutingKeys(topic string) []string {
+	if topic == "orders" {
+		return []string{"eu.*", "r"}
+	}
+	return nil
+}
+
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	rdb, prefix := redistest.New(t)
@@ -68,7 +78,7 @@ func newFixture(t *testing.T) *fixture {
 	srv, err := New(Options{Queue: q, Prefix: prefix,
 		Tokens:     []Token{{Secret: fullToken}, {Secret: ordersOnlyToken, Topics: []string{"orders"}}},
 		MaxBody:    map[string]int{"amqp": 1 << 20, "kafka": smallMax},
-		MaxRequest: maxRequest, Metrics: f.metrics,
+		MaxRequest: maxRequest, Metrics: f.metrics, RoutingKeys: fixtureRoutingKeys,
 		Log: slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)

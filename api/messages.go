@@ -97,6 +97,9 @@ func (s *Server) item(t queue.Topic, l queue.Layout, in messageIn) (queue.Item, 
 	if _, err := t.Encode(m); err != nil {
 		return queue.Item{}, classify(err)
 	}
+	if ae := s.routingKeyAllowed(t, l, m.RoutingKey); ae != nil {
+		return queue.Item{}, ae
+	}
 	return queue.Item{Message: m, When: when}, nil
 }
 

@@ -85,6 +85,7 @@ func TestAnswersMatchTheOpenAPIDocument(t *testing.T) {
 		{"POST", "/v1/topics/orders/messages", `{"id":"a","body":{"json":true},"due":4000000000000}`},
 		{"POST", "/v1/topics/orders/messages", `{"id":"b","body_base64":"AP8=","due":"2096-01-01T00:00:00Z"}`},
 		{"POST", "/v1/topics/legacy/messages", `{"id":"a","body":"x"}`},
+		{"POST", "/v1/topics/orders/messages", `{"id":"z","body":"x","routing_key":"us.z"}`},
 		{"POST", "/v1/topics/small/messages", `{"body":"` + strings.Repeat("x", smallMax+1) + `"}`},
 		{"POST", "/v1/topics/orders/messages:batch", `{"messages":[{"id":"c","body":"x"},{"body":"y","due":"1960-01-01T00:00:00Z"}]}`},
 		{"GET", "/v1/topics/orders/messages/a", ""},

@@ -33,6 +33,12 @@ type Options struct {
 	MaxBody map[string]int
 	// MaxRequest bounds a request body in bytes; 0 means DefaultMaxRequest.
 	MaxRequest int64
+	// RoutingKeys are the path.Match patterns a message's own routing_key
+	// must match in a topic ("*" alone: any key), whatever the token
+	// (DELAYBRIDGE_TOPIC_<NAME>_ROUTING_KEYS). None, or nil RoutingKeys:
+	// an AMQP topic (or one of unknown sink) refuses every routing_key with
+	// 403, a Kafka or Redis topic takes any (see routingKeyAllowed).
+	RoutingKeys func(topic string) []string
 	// Metrics are where requests are counted; nil counts nowhere.
 	Metrics *Metrics
 	Log     *slog.Logger

@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"unicode"
@@ -23,6 +25,10 @@ type API struct {
 	TLS TLS
 	// MaxRequestSize bounds a request body in bytes.
 	MaxRequestSize int64
+	// RoutingKeys are the path.Match patterns of each topic's
+	// DELAYBRIDGE_TOPIC_<NAME>_ROUTING_KEYS, by the topic's VarName: the
+	// per-message routing keys the API lets through (RoutingKeysOf).
+	RoutingKeys map[string][]string
 }
 
 // APIToken is one bearer token of DELAYBRIDGE_API_TOKENS.
@@ -44,6 +50,8 @@ func (p *parser) api(e *env) API {
 		Addr:   strings.TrimSpace(e.APIAddr),
 		Tokens: p.apiTokens(e.APITokens),
 		TLS:    TLS{CertFile: e.APITLSCertFile, KeyFile: e.APITLSKeyFile},
+		// Read for every topic set, listed or not: see routingKeys.
+		RoutingKeys: p.routingKeys(os.Environ()),
 	}
 	a.Insecure = p.bool("API_INSECURE", e.APIInsecure)
 	a.MaxRequestSize = int64(p.intIn("API_MAX_REQUEST_SIZE", e.APIMaxRequestSize, 1024, 1<<30))
@@ -127,7 +135,7 @@ func (a API) values() map[string]string {
 			toks[i] += ":" + strings.Join(t.Topics, "+")
 		}
 	}
-	return map[string]string{
+	m := map[string]string{
 		"API_ADDR":             a.Addr,
 		"API_TOKENS":           strings.Join(toks, ","),
 		"API_INSECURE":         strconv.FormatBool(a.Insecure),
@@ -135,4 +143,6 @@ func (a API) values() map[string]string {
 		"API_TLS_KEY_FILE":     a.TLS.KeyFile,
 		"API_MAX_REQUEST_SIZE": strconv.FormatInt(a.MaxRequestSize, 10),
 	}
+	maps.Copy(m, a.routingKeysValues())
+	return m
 }

@@ -108,8 +108,11 @@ type topicEnv struct {
 	Format     string `envconfig:"FORMAT" default:"raw" desc:"raw (member = body) or envelope (JSON with id, body, headers, routing key)"`
 	Exchange   string `envconfig:"EXCHANGE" desc:"AMQP exchange (empty: the default exchange)"`
 	RoutingKey string `envconfig:"ROUTING_KEY" desc:"AMQP routing key (default: the topic name; with an intake, each message's own)"`
-	KafkaTopic string `envconfig:"KAFKA_TOPIC" desc:"Kafka topic (default: the topic name)"`
-	KafkaKey   string `envconfig:"KAFKA_KEY" default:"envelope" desc:"Kafka record key: envelope (each message's own key, byte for byte: an intake record's key or an envelope's routing key; none without one), id (the message id, always), or none (no key, even for a message that has its own)"`
+	// RoutingKeys is read by routingKeys (routingkeys.go) for every topic,
+	// listed or not; the field names it for the documentation.
+	RoutingKeys string `envconfig:"ROUTING_KEYS" desc:"comma list of path.Match patterns (orders.*,audit) a routing_key sent to the HTTP API must match; * alone: every key. Unset: an amqp topic refuses every per-message routing key with 403, a kafka or redis topic takes any (it cannot leave the topic's Kafka topic or stream). The CLI, the Go API and intakes are not limited"`
+	KafkaTopic  string `envconfig:"KAFKA_TOPIC" desc:"Kafka topic (default: the topic name)"`
+	KafkaKey    string `envconfig:"KAFKA_KEY" default:"envelope" desc:"Kafka record key: envelope (each message's own key, byte for byte: an intake record's key or an envelope's routing key; none without one), id (the message id, always), or none (no key, even for a message that has its own)"`
 
 	Stream       string `envconfig:"STREAM" desc:"Redis stream key the messages are appended to (required with SINK=redis)"`
 	StreamMaxLen string `envconfig:"STREAM_MAXLEN" default:"0" desc:"trim the stream to about this many entries on each append (XADD MAXLEN ~); trimming drops the oldest entries even if no consumer read them. 0: never trim"`

@@ -49,6 +49,7 @@ func (c Config) values() map[string]string {
 		m[pre+"FORMAT"] = string(t.Format)
 		m[pre+"EXCHANGE"] = t.Exchange
 		m[pre+"ROUTING_KEY"] = t.RoutingKey
+		m[pre+"ROUTING_KEYS"] = strings.Join(c.API.RoutingKeysOf(t.Name), ",")
 		m[pre+"KAFKA_TOPIC"] = t.KafkaTopic
 		m[pre+"KAFKA_KEY"] = t.KafkaKey
 		m[pre+"STREAM"] = t.Stream

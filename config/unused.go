@@ -77,5 +77,9 @@ func (c Config) known() map[string]bool {
 			known[Prefix+"_TOPIC_"+t.Var+"_"+f.Tag.Get("envconfig")] = true
 		}
 	}
+	for v := range c.API.RoutingKeys {
+		// Read for topics not listed too: the API serves every registered one.
+		known[Prefix+"_TOPIC_"+v+routingKeysVar] = true
+	}
 	return known
 }

@@ -74,8 +74,10 @@ func TestHTTPScheduledMessageIsDeliveredOnTimeAndCancelledOneNever(t *testing.T)
 		"DELAYBRIDGE_TOPIC_ORDERS_SLOTS":       "4",
 		"DELAYBRIDGE_TOPIC_ORDERS_EXCHANGE":    name,
 		"DELAYBRIDGE_TOPIC_ORDERS_ROUTING_KEY": "unbound",
-		"DELAYBRIDGE_API_ADDR":                 "127.0.0.1:0",
-		"DELAYBRIDGE_API_TOKENS":               token + ":orders",
+		// The keys the requests send (a routing_key is refused without).
+		"DELAYBRIDGE_TOPIC_ORDERS_ROUTING_KEYS": "eu.*",
+		"DELAYBRIDGE_API_ADDR":                  "127.0.0.1:0",
+		"DELAYBRIDGE_API_TOKENS":                token + ":orders",
 	})
 	base := "http://" + apiAddr(t, d)
 	client := &http.Client{Timeout: 10 * time.Second}

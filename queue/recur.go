@@ -159,7 +159,7 @@ func (r Recurrence) encode() (string, Schedule, error) {
 	if err := CheckID(r.ID); err != nil {
 		return "", Schedule{}, err
 	}
-	if err := checkNewZone(r.Zone); err != nil {
+	if err := CheckNewZone(r.Zone); err != nil {
 		return "", Schedule{}, err
 	}
 	s, err := ParseSpec(r.Spec, r.Zone)

@@ -86,10 +86,11 @@ func ParseSpec(spec, tz string) (Schedule, error) {
 	return Schedule{spec: cs, loc: loc}, nil
 }
 
-// checkNewZone refuses "Local" for a recurrence being set: each replica
+// CheckNewZone refuses "Local" for a recurrence being set (SetRecurrence
+// runs it; the CLI too, before it reads a body or reaches Redis): each replica
 // would tick in its own machine's zone. A recurrence stored with it before
 // keeps ticking (ParseSpec takes it), so an upgrade stops none.
-func checkNewZone(tz string) error {
+func CheckNewZone(tz string) error {
 	if strings.EqualFold(tz, "Local") {
 		return fmt.Errorf("%w: zone %q is each machine's own: name an IANA zone (Europe/Paris) or UTC", ErrBadSpec, tz)
 	}

@@ -75,6 +75,11 @@ func runRecurSet(ctx context.Context, args []string, s stdio) int {
 	if len(pos) < 3 || len(pos) > 4 {
 		return badUsage(fs, s, "want TOPIC, ID, SPEC and at most one BODY, got %d arguments", len(pos))
 	}
+	// ParseSpec takes Local (a recurrence stored with it keeps ticking);
+	// a new one is refused here, before a body is read or Redis reached.
+	if err := queue.CheckNewZone(*tz); err != nil {
+		return badUsage(fs, s, "%v", err)
+	}
 	if _, err := queue.ParseSpec(pos[2], *tz); err != nil {
 		return badUsage(fs, s, "%v", err)
 	}
