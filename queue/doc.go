@@ -34,7 +34,9 @@
 // (Durability: what a write must reach before it is acknowledged, the WAIT
 // after it), replicagate.go (how many replicas count, read from INFO
 // replication, so acceptance stops rather than lies) and evalall.go (scripts
-// run in pipelines, one WAIT per pipeline and node). Flow
+// run in pipelines, one WAIT per pipeline and node); dedup.go (the dedup
+// window: acked ids remembered in a slot's delivered set, so a retried
+// schedule is a duplicate). Flow
 // control's state (rate limits, run-time limits, held and environment reports)
 // is package flowstate's, on FlowKeys.
 //
