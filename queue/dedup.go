@@ -18,8 +18,10 @@ package queue
 
 // dedupLua defines remember(known, window): add the ids known to the
 // delivered set until now + window (ms), then remove up to 2 × #known + 1
-// entries whose time has passed, the oldest first. A write Redis refuses
-// (the ack runs while Redis is full: allowOOMLua) is skipped: remembering is
+// entries whose time has passed, the oldest first. The ack runs while Redis
+// is full (allowOOMLua), and so does this ZADD: what it adds (an id) is less
+// than what the same ack frees (the member, its index entry). Should Redis
+// refuse it all the same, it is skipped (pcall), not the ack: remembering is
 // worth less than the ack. Needs chunk.
 const dedupLua = `
 local function remember(known, window)
