@@ -216,3 +216,28 @@ func TestAckOnAFullRedisStillAcksAndRemembers(t *testing.T) {
 		t.Errorf("Schedule on a full Redis: %v; want ErrRedisFull", err)
 	}
 }
+
+// TestDeadLetteredIDIsNotRemembered: only a delivery (an ack) is
+// remembered: an id dead-lettered by a permanent failure leaves no entry,
+// and scheduling it again schedules it.
+func TestDeadLetteredIDIsNotRemembered(t *testing.T) {
+	t.Parallel()
+	ctx, rdb, q, tp := dedupTopic(t, time.Hour)
+	if _, err := q.Schedule(ctx, tp, queue.Message{ID: "d", Body: []byte("x")}, queue.In(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := q.Claim(ctx, tp, 0, 1, time.Minute)
+	if err != nil || len(c.Messages) != 1 {
+		t.Fatalf("Claim = %d, %v", len(c.Messages), err)
+	}
+	if out, err := q.Retry(ctx, tp, 0, queue.Failure{Member: c.Messages[0].Member, Permanent: true, Reason: "refused"}, 3); err != nil || out != queue.Dead {
+		t.Fatalf("Retry = %v, %v; want dead", out, err)
+	}
+	if n := rdb.Exists(ctx, tp.Keys(0).Delivered).Val(); n != 0 {
+		t.Error("a dead-lettered id was remembered")
+	}
+	r, err := q.Schedule(ctx, tp, queue.Message{ID: "d", Body: []byte("again")}, queue.In(time.Hour))
+	if err != nil || r.Duplicate {
+		t.Fatalf("Schedule of a dead-lettered id = %+v, %v; want it scheduled", r, err)
+	}
+}
