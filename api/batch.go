@@ -71,11 +71,7 @@ func (s *Server) scheduleBatch(w http.ResponseWriter, r *http.Request, t queue.T
 			continue
 		}
 		rc := receipt(receipts[k])
-		status := http.StatusOK
-		if receipts[k].Replaced == queue.ReplacedNothing {
-			status = http.StatusCreated
-		}
-		out.Results[i] = batchResult{Status: status, receiptOut: &rc}
+		out.Results[i] = batchResult{Status: scheduledStatus(receipts[k]), receiptOut: &rc}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -36,14 +36,26 @@ type receiptOut struct {
 	// Replaced is what the same id (or raw member) held before: "" (new),
 	// "scheduled" or "in-flight".
 	Replaced string `json:"replaced,omitempty"`
+	// Duplicate: the id was delivered within its topic's dedup window, so
+	// nothing was scheduled (200); due is the time asked for.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 func receipt(r queue.Receipt) receiptOut {
-	out := receiptOut{ID: r.ID, Due: formatTime(r.Due()), DueMs: int64(r.Score)}
+	out := receiptOut{ID: r.ID, Due: formatTime(r.Due()), DueMs: int64(r.Score), Duplicate: r.Duplicate}
 	if r.Replaced != queue.ReplacedNothing {
 		out.Replaced = r.Replaced.String()
 	}
 	return out
+}
+
+// scheduledStatus is a schedule's status: 201 for a new message, 200 for
+// one that replaced another or a duplicate (nothing new was created).
+func scheduledStatus(r queue.Receipt) int {
+	if r.Replaced == queue.ReplacedNothing && !r.Duplicate {
+		return http.StatusCreated
+	}
+	return http.StatusOK
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
@@ -65,10 +77,7 @@ func (s *Server) schedule(w http.ResponseWriter, r *http.Request, t queue.Topic,
 		s.fail(w, r, err)
 		return
 	}
-	status := http.StatusOK
-	if rc.Replaced == queue.ReplacedNothing {
-		status = http.StatusCreated
-	}
+	status := scheduledStatus(rc)
 	w.Header().Set("Location", "/v1/topics/"+url.PathEscape(t.Name)+"/messages/"+url.PathEscape(rc.ID))
 	writeJSON(w, status, receipt(rc))
 }

@@ -32,7 +32,7 @@ func runMemory(ctx context.Context, e *env) (Scenario, error) {
 	r.Notes = append(r.Notes, fmt.Sprintf("%d messages of %d-byte bodies each way, 8 slots, due in an hour, through queue.ScheduleBatch: Redis used_memory +%.0f bytes per raw message, +%.0f per envelope", n, memoryBody, raw, env))
 	r.target("Redis used_memory per envelope − per raw message", env-raw, "<=", 100, "bytes", fmt.Sprintf("raw %.0f, envelope %.0f", raw, env))
 	fmt.Fprintf(os.Stderr, "   used_memory per message: raw %.0f bytes, envelope %.0f bytes (+%.0f)\n", raw, env, env-raw)
-	return r, nil
+	return r, e.runDeliveredMemory(ctx, &r, n)
 }
 
 // memoryPer schedules n messages of memoryBody bytes in a topic of format

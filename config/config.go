@@ -143,9 +143,12 @@ type Topic struct {
 	RateLimit float64
 	HoldQueue string
 	HoldAbove int
+	// DedupWindow is how long a delivered id stays known (queue.Topic's
+	// DedupWindow); 0 remembers nothing.
+	DedupWindow time.Duration
 }
 
 // Queue is the topic's Redis data model.
 func (t Topic) Queue(prefix string) queue.Topic {
-	return queue.Topic{Name: t.Name, Prefix: prefix, Slots: t.Slots, Key: t.Key, Format: t.Format}
+	return queue.Topic{Name: t.Name, Prefix: prefix, Slots: t.Slots, Key: t.Key, Format: t.Format, DedupWindow: t.DedupWindow}
 }

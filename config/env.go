@@ -125,6 +125,8 @@ type topicEnv struct {
 	RateLimit string `envconfig:"RATE_LIMIT" desc:"most deliveries per second of this topic summed over every replica, a positive decimal (300, 0.5); held messages wait in the scheduled set. Unset: unlimited. delaybridge limit overrides it at run time"`
 	HoldQueue string `envconfig:"HOLD_QUEUE" desc:"RabbitMQ queue (usually the consumers') whose ready messages HOLD_ABOVE counts, read with a passive declare; it must exist (SINK=amqp only)"`
 	HoldAbove string `envconfig:"HOLD_ABOVE" desc:"hold the topic while HOLD_QUEUE holds more ready messages than this (it may exceed it by one batch per slot); required with HOLD_QUEUE. delaybridge limit overrides it at run time"`
+
+	DedupWindow string `envconfig:"DEDUP_WINDOW" default:"0" desc:"how long a delivered message's id stays known (a duration, at most 720h; needs FORMAT=envelope): scheduling that id again meanwhile is accepted as a duplicate and not delivered again. Costs about 50-150 bytes of Redis per id delivered in the window (docs/operations.md). 0: remember nothing"`
 }
 
 // lookup reads the text of every variable through envconfig; it only fails on

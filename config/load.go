@@ -262,6 +262,7 @@ func (p *parser) topic(name, v string) Topic {
 	p.stream(&t, &te, pre)
 	p.intake(&t, &te, pre)
 	p.flow(&t, &te, pre)
+	p.dedup(&t, &te, pre)
 	return t
 }
 

@@ -154,6 +154,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			"TOPIC_ORDERS_FORMAT":             "envelope",
 			"TOPIC_ORDERS_KAFKA_TOPIC":        "orders.v1",
 			"TOPIC_ORDERS_KAFKA_KEY":          "envelope",
+			"TOPIC_ORDERS_DEDUP_WINDOW":       "24h",
 			"TOPIC_ORDER_EVENTS_SINK":         "amqp",
 			"TOPIC_ORDER_EVENTS_SLOTS":        "1",
 			"TOPIC_ORDER_EVENTS_KEY":          "legacy:delayqueue",
@@ -186,7 +187,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			KeyPrefix: "dly",
 			Topics: []Topic{{
 				Name: "orders", Var: "ORDERS", Sink: "kafka", Slots: 16, Format: queue.FormatEnvelope,
-				RoutingKey: "orders", KafkaTopic: "orders.v1", KafkaKey: "envelope",
+				RoutingKey: "orders", KafkaTopic: "orders.v1", KafkaKey: "envelope", DedupWindow: 24 * time.Hour,
 			}, {
 				Name: "order-events", Var: "ORDER_EVENTS", Sink: "amqp", Slots: 1, Key: "legacy:delayqueue",
 				Format: queue.FormatRaw, Exchange: "events", RoutingKey: "order.delayed", KafkaTopic: "order-events", KafkaKey: "envelope",

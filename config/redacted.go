@@ -56,6 +56,7 @@ func (c Config) values() map[string]string {
 		m[pre+"STREAM_MAXLEN"] = strconv.FormatInt(t.StreamMaxLen, 10)
 		maps.Copy(m, t.intakeValues(pre))
 		maps.Copy(m, t.flowValues(pre))
+		m[pre+"DEDUP_WINDOW"] = t.DedupWindow.String()
 	}
 	m["TOPICS"] = strings.Join(names, ",")
 	return m

@@ -7,8 +7,11 @@ import "github.com/prometheus/client_golang/prometheus"
 type Metrics struct {
 	Received  *prometheus.CounterVec // topic: deliveries or records taken from the broker
 	Scheduled *prometheus.CounterVec // topic: written to the scheduled set
-	Rejected  *prometheus.CounterVec // topic, reason (Reasons): written to the dead set instead
-	Lag       *prometheus.GaugeVec   // topic: messages waiting in the broker
+	// Duplicates, topic: accepted (acked) without a write, their id
+	// delivered within the topic's dedup window.
+	Duplicates *prometheus.CounterVec
+	Rejected   *prometheus.CounterVec // topic, reason (Reasons): written to the dead set instead
+	Lag        *prometheus.GaugeVec   // topic: messages waiting in the broker
 }
 
 // Reasons a message is rejected, the values of the reason label.
@@ -30,9 +33,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		return c
 	}
 	m := &Metrics{
-		Received:  counter("intake_received_total", "Messages the intake took from its broker (AMQP deliveries, Kafka records), redeliveries included.", "topic"),
-		Scheduled: counter("intake_scheduled_total", "Messages the intake scheduled in Redis.", "topic"),
-		Rejected:  counter("intake_rejected_total", "Messages the intake could not schedule and put in the dead set, by reason.", "topic", "reason"),
+		Received:   counter("intake_received_total", "Messages the intake took from its broker (AMQP deliveries, Kafka records), redeliveries included.", "topic"),
+		Scheduled:  counter("intake_scheduled_total", "Messages the intake scheduled in Redis.", "topic"),
+		Duplicates: counter("intake_duplicates_total", "Messages the intake accepted without scheduling them: their id was delivered within the topic's dedup window (DELAYBRIDGE_TOPIC_<NAME>_DEDUP_WINDOW).", "topic"),
+		Rejected:   counter("intake_rejected_total", "Messages the intake could not schedule and put in the dead set, by reason.", "topic", "reason"),
 		Lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "delaybridge", Name: "intake_lag_messages",
 			Help: "Messages waiting for the intake in its broker: ready messages of the AMQP queue, consumer lag of the Kafka group.",
@@ -46,6 +50,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func (m *Metrics) Init(topic string) {
 	m.Received.WithLabelValues(topic)
 	m.Scheduled.WithLabelValues(topic)
+	m.Duplicates.WithLabelValues(topic)
 	for _, r := range Reasons {
 		m.Rejected.WithLabelValues(topic, r)
 	}

@@ -102,10 +102,12 @@ func (s *scheduler) schedule(ctx context.Context, items []item, good []int, errs
 	for j, i := range good {
 		batch[j] = queue.Item{Message: items[i].msg, When: items[i].when}
 	}
-	_, each := s.q.ScheduleEach(ctx, s.target.Topic, batch)
-	scheduled := 0
+	receipts, each := s.q.ScheduleEach(ctx, s.target.Topic, batch)
+	scheduled, dups := 0, 0
 	for j, i := range good {
 		switch err := each[j]; {
+		case err == nil && receipts[j].Duplicate:
+			dups++ // accepted: acked like the rest, delivered once already
 		case err == nil:
 			scheduled++
 		case errors.Is(err, queue.ErrBadDueTime):
@@ -117,6 +119,7 @@ func (s *scheduler) schedule(ctx context.Context, items []item, good []int, errs
 		}
 	}
 	s.metrics.Scheduled.WithLabelValues(s.target.Topic.Name).Add(float64(scheduled))
+	s.metrics.Duplicates.WithLabelValues(s.target.Topic.Name).Add(float64(dups))
 }
 
 // bury puts a rejected item in the dead set, with its reason. A message an

@@ -35,16 +35,17 @@ const slotBatchMax = 256
 // ARGV[5+4k]      -> "at" or "in"
 // ARGV[6+4k]      -> score (ms) for "at", delay (ms) from Redis's TIME for "in"
 //
-// Returns one {score, replaced} per member, or {bad score, -1} for a member
-// refused.
+// Returns one {score, replaced} per member (replaced 3: a duplicate, not
+// written), or {bad score, -1} for a member refused.
 var scheduleBatchScript = growScript(nowLua, scoreLua, idsLua, forgetLua, putLua, `
 local out, first, firstn = {}, nil, nil
 for i = 3, #ARGV, 4 do
   local score, bad = score_of(ARGV[i + 2], ARGV[i + 3])
   if score then
-    out[#out + 1] = {score, put(ARGV[i], ARGV[i + 1], score)}
+    local r = put(ARGV[i], ARGV[i + 1], score)
+    out[#out + 1] = {score, r}
     local n = tonumber(score)
-    if not firstn or n < firstn then first, firstn = score, n end
+    if r ~= 3 and (not firstn or n < firstn) then first, firstn = score, n end
   else
     out[#out + 1] = {bad, -1}
   end

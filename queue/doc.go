@@ -35,7 +35,9 @@
 // after it), replicagate.go (how many replicas count, read from INFO
 // replication, so acceptance stops rather than lies) and evalall.go (scripts
 // run in pipelines, one WAIT per pipeline and node); headerlimit.go (the
-// bound on an envelope's headers and properties that a broker's frame takes). Flow
+// bound on an envelope's headers and properties that a broker's frame takes);
+// dedup.go (the dedup window: acked ids remembered in a slot's delivered set,
+// so a retried schedule is a duplicate). Flow
 // control's state (rate limits, run-time limits, held and environment reports)
 // is package flowstate's, on FlowKeys.
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"strings"
+	"time"
 )
 
 // DefaultPrefix is the key prefix used when none is configured.
@@ -38,6 +39,13 @@ type Topic struct {
 	Key string
 	// Format is the member format; empty means FormatRaw.
 	Format Format
+	// DedupWindow, on an envelope topic, is how long an id stays known after
+	// its message was delivered (Ack): scheduling it again meanwhile is a
+	// duplicate, accepted and not scheduled (Receipt.Duplicate). Only the
+	// ack reads it (the forwarder's topic settings); a producer needs not
+	// set it, since the schedule scripts consult what the acks remembered.
+	// 0 remembers nothing.
+	DedupWindow time.Duration
 }
 
 // SlotKeys are the Redis keys of one topic×slot. They share one hash tag.
@@ -60,6 +68,10 @@ type SlotKeys struct {
 	// Recur is HASH recurrence id → its version, next tick, last delivered
 	// tick, spec, zone and message (see recurLua in recur.go).
 	Recur string
+	// Delivered is ZSET envelope id → until when (ms) it stays known after
+	// its message was acked, on topics with a DedupWindow: a schedule of
+	// that id meanwhile is a duplicate (see putLua and ackScript).
+	Delivered string
 }
 
 // idBuckets is how many HASHes the id index of one slot spreads over: each
@@ -136,6 +148,7 @@ func (t Topic) Keys(slot int) SlotKeys {
 		Paused:       base + ":paused",
 		Index:        base + ":idx",
 		Recur:        base + ":recur",
+		Delivered:    base + ":delivered",
 	}
 }
 

@@ -121,9 +121,15 @@ type Receipt struct {
 	// ID is the envelope id, or MessageID(member) for raw members.
 	ID     string
 	Member string
-	// Score is the due time in Unix ms, as stored.
+	// Score is the due time in Unix ms, as stored (for a Duplicate, as
+	// asked: nothing was stored).
 	Score    float64
 	Replaced Replaced
+	// Duplicate: the id was delivered within its topic's dedup window
+	// (Topic.DedupWindow of the daemon that acked it), so the schedule was
+	// accepted as a no-op: nothing was written, and the message is not
+	// delivered again.
+	Duplicate bool
 }
 
 // Due is the due time.

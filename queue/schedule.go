@@ -45,13 +45,21 @@ end
 // set (replaced 2), so its delivery proceeds but is never retried, reaped or
 // released, and the new member is the only one the id names. Either way the
 // new member starts fresh: no attempts, due at its own score. The id's
-// entry moves to the index (see idsLua). Needs forgetLua and idsLua.
+// entry moves to the index (see idsLua). An id the delivered set still
+// knows (a later "until" than now: see ackScript) is a duplicate: nothing is
+// written and put returns 3; an entry whose time has passed is dropped as
+// the id is scheduled. Needs nowLua, forgetLua and idsLua.
 const putLua = `
 local function put(m, id, score)
   local replaced = 0
   if id == '' then
     if redis.call('ZSCORE', sched, m) then replaced = 1 end
   else
+    local known = redis.call('ZSCORE', deliv, id)
+    if known then
+      if tonumber(known) > now then return 3 end
+      redis.call('ZREM', deliv, id)
+    end
     for _, old in ipairs(lookup(id)) do
       if redis.call('ZREM', sched, old) == 1 and replaced == 0 then replaced = 1 end
       if redis.call('ZREM', inflight, old) == 1 then replaced = 2 end
@@ -77,14 +85,15 @@ end
 // ARGV[5] -> wake channel ("" publishes nothing)
 // ARGV[6] -> wake payload before the score ("<topic>\n<slot>\n")
 //
-// Returns {score, replaced}.
+// Returns {score, replaced}; replaced is 3 for a duplicate (nothing
+// written).
 var scheduleScript = growScript(nowLua, scoreLua, idsLua, forgetLua, putLua, `
 local score, bad = score_of(ARGV[3], ARGV[4])
 if not score then
   return redis.error_reply('ERR due time ' .. bad .. ' ms cannot be honoured')
 end
 local replaced = put(ARGV[1], ARGV[2], score)
-wake(ARGV[5], ARGV[6], score)
+if replaced ~= 3 then wake(ARGV[5], ARGV[6], score) end
 return {score, replaced}
 `)
 
@@ -155,6 +164,10 @@ func (t Topic) scheduleCall(member []byte, when When) (scriptCall, Receipt, erro
 	return c, Receipt{Topic: t.Name, Slot: slot, ID: id, Member: string(member)}, nil
 }
 
+// dupReply is what putLua returns for a duplicate: an id delivered within
+// its topic's dedup window.
+const dupReply = 3
+
 // fill reads the schedule script's reply {score, replaced}.
 func (r *Receipt) fill(res []any) error {
 	if len(res) != 2 {
@@ -166,6 +179,11 @@ func (r *Receipt) fill(res []any) error {
 		return fmt.Errorf("schedule in %s: parse score %q: %w", r.Topic, s, err)
 	}
 	n, _ := res[1].(int64)
-	r.Score, r.Replaced = score, Replaced(n)
+	r.Score = score
+	if n == dupReply {
+		r.Duplicate = true
+	} else {
+		r.Replaced = Replaced(n)
+	}
 	return nil
 }

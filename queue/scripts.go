@@ -22,6 +22,7 @@ import (
 // KEYS[9] -> dead attempts HASH: attempts of a dead member (deadatts)
 // KEYS[10] -> id index, envelope topics: the prefix of its buckets (idx)
 // KEYS[11] -> recurrences HASH (recur)
+// KEYS[12] -> delivered ZSET, envelope id -> known until (ms) (deliv)
 //
 // Every script reads "now" from Redis's TIME, in whole milliseconds rounded
 // down: a score s is due when s <= now, so an integer score is never claimed
@@ -33,13 +34,13 @@ import (
 
 // slotKeys is the KEYS list of every slot script, in the order slotLua binds.
 func slotKeys(k SlotKeys) []string {
-	return []string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason, k.IDs, k.Paused, k.DeadAttempts, k.Index, k.Recur}
+	return []string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason, k.IDs, k.Paused, k.DeadAttempts, k.Index, k.Recur, k.Delivered}
 }
 
 // slotLua names the keys of slotKeys.
 const slotLua = `
 local sched, inflight, dues, attempts, dead, reasons, ids, paused = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local deadatts, idx, recur = KEYS[9], KEYS[10], KEYS[11]
+local deadatts, idx, recur, deliv = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 `
 
 // nowLua sets the local "now" (ms, integer-valued float) from TIME.

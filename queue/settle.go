@@ -19,8 +19,9 @@ const ackChunk = 256
 
 // ackScript forgets members the broker confirmed.
 //
-// KEYS -> slotKeys
-// ARGV -> member1, id1, bucket1, member2, id2, bucket2, … (id "" for raw
+// KEYS    -> slotKeys
+// ARGV[1] -> the topic's dedup window, ms ("0": remember nothing)
+// ARGV[2…] -> member1, id1, bucket1, member2, id2, bucket2, … (id "" for raw
 // members; bucket: the index bucket of a canonical envelope's id, else "")
 //
 // Returns how many were still in flight. A member no longer in flight (its
@@ -30,13 +31,16 @@ const ackChunk = 256
 // acked envelope leaves the id index (see unmap_held: one HDEL per bucket,
 // and the ids HASH only when it exists) unless its member was scheduled
 // again meanwhile. Members are looked up and forgotten in chunks of
-// ackChunk.
-var ackScript = drainScript(idsLua, fmt.Sprintf("local chunk = %d\n", ackChunk), `
+// ackChunk. With a window, the ids that left the index are remembered in
+// the delivered set until now + window (remember in dedupLua), so that a
+// schedule of one of them meanwhile is a duplicate.
+var ackScript = drainScript(idsLua, fmt.Sprintf("local chunk = %d\n", ackChunk), dedupLua, `
 local n = 0
 local failed = redis.call('HLEN', attempts) > 0
 local seen = {}
 local legacy = redis.call('EXISTS', ids) == 1
-for c = 1, #ARGV, 3 * chunk do
+local window, known = tonumber(ARGV[1]) or 0, {}
+for c = 2, #ARGV, 3 * chunk do
   local ms, mids, mbs = {}, {}, {}
   for i = c, math.min(c + 3 * chunk - 3, #ARGV - 2), 3 do
     if not seen[ARGV[i]] then
@@ -71,6 +75,7 @@ for c = 1, #ARGV, 3 * chunk do
         elseif again[j] then
           moved(m, id, again[j])
         else
+          if window > 0 then known[#known + 1] = id end
           if legacy and redis.call('HGET', ids, id) == m then redis.call('HDEL', ids, id) end
           if b ~= '' then
             local key = idx .. ':' .. b
@@ -84,6 +89,7 @@ for c = 1, #ARGV, 3 * chunk do
     end
   end
 end
+remember(known, window)
 return n
 `)
 
@@ -97,12 +103,16 @@ func (q *Queue) Ack(ctx context.Context, t Topic, slot int, members []string) (i
 // envelope id of members[i] (nil, or "" for one member, when the caller does
 // not know it: AckIDs reads it from the member), so the ack path does not
 // parse an envelope twice.
+//
+// On an envelope topic with a DedupWindow the ids acked stay known for that
+// window (see Receipt.Duplicate).
 func (q *Queue) AckIDs(ctx context.Context, t Topic, slot int, members, ids []string) (int, error) {
 	if len(members) == 0 {
 		return 0, nil
 	}
 	k := t.Keys(slot)
-	args := make([]any, 0, 3*len(members))
+	args := make([]any, 0, 1+3*len(members))
+	args = append(args, t.dedupMillis())
 	for i, m := range members {
 		id, bucket := t.settleRef(ids, i, m)
 		args = append(args, m, id, bucket)

@@ -92,13 +92,20 @@ func runSchedule(ctx context.Context, args []string, s stdio) int {
 	return exitOK
 }
 
-// printReceipt tells where a scheduled message went.
+// printReceipt tells where a scheduled message went, or that it was a
+// duplicate: its id delivered within the topic's dedup window, nothing
+// scheduled.
 func printReceipt(s stdio, r queue.Receipt, asJSON bool) error {
 	if asJSON {
 		return writeJSON(s.out, map[string]any{
 			"topic": r.Topic, "slot": r.Slot, "id": r.ID,
 			"due": jsonTime(r.Due()), "due_ms": r.Score, "replaced": r.Replaced.String(),
+			"duplicate": r.Duplicate,
 		})
+	}
+	if r.Duplicate {
+		_, err := fmt.Fprintf(s.out, "not scheduled: %s on %s was delivered already, within the topic's dedup window; nothing was scheduled\n", r.ID, r.Topic)
+		return err
 	}
 	_, err := fmt.Fprintf(s.out, "scheduled %s on %s (slot %d), due %s (%s)%s\n", r.ID, r.Topic, r.Slot,
 		utcStamp(r.Due()), relative(r.Due(), time.Now()), replacedNote(r.Replaced))
