@@ -36,6 +36,9 @@ type receiptOut struct {
 	// Replaced is what the same id (or raw member) held before: "" (new),
 	// "scheduled" or "in-flight".
 	Replaced string `json:"replaced,omitempty"`
+	// Warning says why the message, accepted, may wait for no one: no
+	// live replica forwards its topic.
+	Warning string `json:"warning,omitempty"`
 }
 
 func receipt(r queue.Receipt) receiptOut {
@@ -70,7 +73,9 @@ func (s *Server) schedule(w http.ResponseWriter, r *http.Request, t queue.Topic,
 		status = http.StatusCreated
 	}
 	w.Header().Set("Location", "/v1/topics/"+url.PathEscape(t.Name)+"/messages/"+url.PathEscape(rc.ID))
-	writeJSON(w, status, receipt(rc))
+	out := receipt(rc)
+	out.Warning = s.unforwarded(r.Context(), t)
+	writeJSON(w, status, out)
 }
 
 // item turns a request's message into what the queue schedules, checking

@@ -63,6 +63,7 @@ type Server struct {
 	limits  limits
 	auth    *authenticator
 	handler http.Handler
+	fwd     forwarding
 }
 
 // New builds a Server. Without tokens it refuses to build unless Insecure

@@ -70,6 +70,8 @@ func (s *Server) action(name string, a action) http.Handler {
 		status := http.StatusOK
 		if err != nil {
 			status, msg = actionStatus(err), err.Error()
+		} else if dueNow[name] {
+			msg += s.unforwardedNote(ctx, t)
 		}
 		s.opts.Log.Info("console action", "topic", t.Name, "action", name, "slot", f.Get("slot"),
 			"mid", f.Get("mid"), "all", f.Get("all") != "", "status", status)
@@ -93,6 +95,20 @@ func (s *Server) confirm(ctx context.Context, w http.ResponseWriter, r *http.Req
 		}
 	}
 	s.render(w, http.StatusOK, "confirm", "layout.html", v)
+}
+
+// dueNow are the actions after which messages fall due: each says so when
+// no live replica forwards the topic.
+var dueNow = map[string]bool{"requeue": true, "reschedule": true, "resume": true}
+
+// unforwardedNote is " Warning: no live replica forwards …", or "" while
+// one does (or that cannot be read: the action is done either way).
+func (s *Server) unforwardedNote(ctx context.Context, t queue.Topic) string {
+	fw, err := s.opts.Queue.Forwarding(ctx, s.opts.Prefix)
+	if w := fw.Unforwarded(t.Name); err == nil && w != "" {
+		return " Warning: " + w + "."
+	}
+	return ""
 }
 
 func actionStatus(err error) int {

@@ -147,12 +147,13 @@ func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *bac
 	if err != nil {
 		s.f.m.RedisErrs.WithLabelValues("claim").Inc()
 		d := retry.Next()
-		s.log.Warn("claim failed", "err", err, "retry_in", d)
+		s.f.redisFailed(s.topic.Name, "claim failed, retrying with backoff", err)
 		if wait {
 			sleep(ctx, d, nil)
 		}
 		return c, false
 	}
+	s.f.redisOK()
 	retry.Reset()
 	s.paused = c.Paused
 	s.skew = c.Now.Sub(before.Add(after.Sub(before) / 2))

@@ -63,6 +63,8 @@ type Forwarder struct {
 	retry backoff.Policy
 	// repeats logs the failures that repeat, per topic and interval.
 	repeats *logrepeat.Log
+	// redis is whether Redis answers, for the outage's lines (redisdown.go).
+	redis redisState
 
 	mu    sync.Mutex
 	owned map[slotKey]*running
@@ -149,6 +151,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	run(f.limitsLoop)
 	run(f.heldLoop)
 	run(f.envLoop)
+	run(f.unforwardedLoop)
 	if f.opt.AllSlots {
 		f.reassign(ctx)
 		<-ctx.Done()

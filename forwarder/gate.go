@@ -92,7 +92,7 @@ func (s *scanner) permits(ctx context.Context, want int, retry *backoff.Backoff)
 	if err != nil {
 		s.f.m.RedisErrs.WithLabelValues("acquire").Inc()
 		d := retry.Next()
-		s.log.Warn("asking the rate limit for permits failed; claiming nothing until it answers", "err", err, "retry_in", d)
+		s.f.redisFailed(s.topic.Name, "asking the rate limit for permits failed; claiming nothing until it answers", err)
 		return 0, 0, d
 	}
 	retry.Reset()

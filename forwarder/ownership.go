@@ -59,12 +59,13 @@ func (f *Forwarder) ownershipLoop(ctx context.Context) {
 				f.setLive(ctx, nil)
 				last = nil
 			} else {
-				f.log.Warn("heartbeat failed", "err", b.err)
+				f.redisFailed("", "heartbeat failed", b.err)
 			}
 			timer.Reset(f.opt.HeartbeatInterval)
 			continue
 		}
 		lastOK = b.sent
+		f.redisOK()
 		f.m.Replicas.Set(float64(len(b.set.Live)))
 		if !slices.Equal(b.set.Live, last) {
 			gained, lost, owned := f.setLive(ctx, b.set.Live)
@@ -88,6 +89,13 @@ func (f *Forwarder) beat(ctx context.Context, out chan<- beat) {
 	hctx, cancel := context.WithTimeout(ctx, f.opt.HeartbeatTTL)
 	defer cancel()
 	b.set, b.err = f.q.Heartbeat(hctx, f.opt.KeyPrefix, f.opt.ReplicaID, f.opt.HeartbeatTTL)
+	if b.err == nil {
+		// Which topics this replica forwards (queue.Forwarding); a failure
+		// is the next beat's to repair.
+		if err := f.q.ReportServed(hctx, f.opt.KeyPrefix, f.opt.ReplicaID, f.topicNames(), b.set.Live); err != nil {
+			f.m.RedisErrs.WithLabelValues("heartbeat").Inc()
+		}
+	}
 	out <- b
 }
 

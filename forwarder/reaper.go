@@ -161,7 +161,7 @@ func (f *Forwarder) reap(ctx context.Context, k slotKey, cursor string) string {
 		if err != nil {
 			if ctx.Err() == nil {
 				f.m.RedisErrs.WithLabelValues("reap").Inc()
-				f.log.Warn("reap failed", "topic", t.Name, "slot", k.slot, "err", err)
+				f.redisFailed(t.Name, "reap failed", err)
 			}
 			f.reaps.note(k, time.Now().Add(reapPace))
 			return cursor

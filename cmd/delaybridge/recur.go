@@ -101,6 +101,7 @@ func runRecurSet(ctx context.Context, args []string, s stdio) int {
 	}
 	fmt.Fprintf(s.out, "recurrence %s on %s (slot %d): %s %s, first tick %s (%s)\n", r.ID, t.Name, t.SlotOfID(r.ID),
 		r.Spec, zoneName(r.Zone), utcStamp(first), relative(first, time.Now()))
+	c.warnUnforwarded(ctx, t)
 	return exitOK
 }
 
