@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -51,8 +50,7 @@ type checkLine struct {
 func runCheck(ctx context.Context, args []string, s stdio) int {
 	fs := newFlags("check", checkUsage, s)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	testKey := fs.String("publish-test", "", "send a test message with this routing key to every AMQP topic and say whether it was routed")
-	testSet := false
+	testTopic := fs.String("publish-test", "", "send one test message to this AMQP `topic`'s destination (its exchange and routing key) and say where it went")
 	pos, code, ok := parseFlags(fs, args, s)
 	if !ok {
 		return code
@@ -60,10 +58,12 @@ func runCheck(ctx context.Context, args []string, s stdio) int {
 	if len(pos) > 0 {
 		return badUsage(fs, s, "takes no arguments, got %q", pos[0])
 	}
-	fs.Visit(func(f *flag.Flag) { testSet = testSet || f.Name == "publish-test" })
 	cfg, code := loadConfig(s)
 	if code != exitOK {
 		return code
+	}
+	if err := publishTestTopic(cfg, *testTopic); err != nil {
+		return badUsage(fs, s, "%v", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
@@ -72,13 +72,13 @@ func runCheck(ctx context.Context, args []string, s stdio) int {
 	for _, t := range cfg.Topics {
 		l := checkLine{Name: "topic " + t.Name, Sink: t.Sink, OK: true}
 		var test *string
-		if testSet {
-			test = testKey
+		if t.Name == *testTopic {
+			test = &t.RoutingKey
 		}
 		if err := checkTopic(ctx, cfg, t, quiet, test); err != nil {
 			l.OK, l.Error = false, err.Error()
-		} else if test != nil && t.Sink == "amqp" {
-			l.Note = fmt.Sprintf("test message with routing key %q routed", *test)
+		} else if test != nil {
+			l.Note = publishedTo(t)
 		} else {
 			l.Note = routeNote(t)
 		}
