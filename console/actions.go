@@ -111,6 +111,14 @@ func (s *Server) unforwardedNote(ctx context.Context, t queue.Topic) string {
 	return ""
 }
 
+// slots is "1 slot" or "n slots".
+func slots(n int) string {
+	if n == 1 {
+		return "1 slot"
+	}
+	return fmt.Sprintf("%d slots", n)
+}
+
 func actionStatus(err error) int {
 	switch {
 	case errors.Is(err, errBadInput), errors.Is(err, queue.ErrBadDueTime), errors.Is(err, queue.ErrNotEnvelope),
@@ -127,12 +135,12 @@ func actionStatus(err error) int {
 func (s *Server) actions() map[string]action {
 	return map[string]action{
 		"pause": {plan: func(_ context.Context, t queue.Topic, f url.Values) (string, error) {
-			return fmt.Sprintf("Pause %s (%d slots): no replica claims its messages until it is resumed.", t.Name, t.SlotCount()), nil
+			return fmt.Sprintf("Pause %s (%s): no replica claims its messages until it is resumed.", t.Name, slots(t.SlotCount())), nil
 		}, do: func(ctx context.Context, t queue.Topic, f url.Values) (string, error) {
 			if err := s.opts.Queue.Pause(ctx, t, f.Get("reason")); err != nil {
 				return "", err
 			}
-			return fmt.Sprintf("Paused %s (%d slots): no replica claims its messages until it is resumed.", t.Name, t.SlotCount()), nil
+			return fmt.Sprintf("Paused %s (%s): no replica claims its messages until it is resumed.", t.Name, slots(t.SlotCount())), nil
 		}},
 		"resume": {plan: func(_ context.Context, t queue.Topic, _ url.Values) (string, error) {
 			return fmt.Sprintf("Resume %s: messages that fell due meanwhile are delivered at once, in order.", t.Name), nil

@@ -17,16 +17,16 @@ import (
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
-const checkUsage = `usage: delaybridge check [--json] [--publish-test ROUTING_KEY]
+const checkUsage = `usage: delaybridge check [--json] [--publish-test TOPIC]
 
 Validates the DELAYBRIDGE_* variables, reaches Redis and every topic's broker,
 and verifies that each topic's destination exists (the AMQP exchange; on the
 default exchange, the queue the routing key names; the Kafka topic; a Redis
 stream key is absent or a stream). Credentials a broker refuses fail at once.
 Whether a named exchange routes a key anywhere only the broker knows, at
-publish time: --publish-test sends one real test message (header
-x-delaybridge-test) to every AMQP topic with that routing key and says
-whether it was routed.
+publish time: --publish-test TOPIC sends one real test message (header
+x-delaybridge-test) to that AMQP topic's exchange with its routing key and
+says whether it was routed and where: a consumer of that queue receives it.
 Redis's maxmemory-policy must keep every key: an allkeys-* policy deletes
 scheduled messages when Redis fills, and fails the check.
 Exit 0: all good; 1: a service is unreachable, a destination is missing or
