@@ -75,6 +75,10 @@ func (s *Server) action(name string, a action) http.Handler {
 		}
 		s.opts.Log.Info("console action", "topic", t.Name, "action", name, "slot", f.Get("slot"),
 			"mid", f.Get("mid"), "all", f.Get("all") != "", "status", status)
+		if plainAnswer(r) {
+			writePlain(w, status, msg)
+			return
+		}
 		v := resultView{base: s.base(r, name+" "+t.Name), Topic: t.Name, Action: name, Result: msg, OK: err == nil}
 		s.render(w, status, "result", "layout.html", v)
 	})
@@ -82,6 +86,14 @@ func (s *Server) action(name string, a action) http.Handler {
 
 func (s *Server) confirm(ctx context.Context, w http.ResponseWriter, r *http.Request, t queue.Topic, name string, a action, f url.Values) {
 	plan, err := a.plan(ctx, t, f)
+	if plainAnswer(r) {
+		if err != nil {
+			writePlain(w, actionStatus(err), err.Error())
+		} else {
+			writePlain(w, http.StatusOK, plan+" Nothing was done: send confirm=yes to do it.")
+		}
+		return
+	}
 	if err != nil {
 		v := resultView{base: s.base(r, name+" "+t.Name), Topic: t.Name, Action: name, Result: err.Error()}
 		s.render(w, actionStatus(err), "result", "layout.html", v)
