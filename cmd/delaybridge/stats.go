@@ -198,6 +198,9 @@ func printStats(w io.Writer, topics []queue.Topic, all [][]queue.SlotStats, allS
 			}
 			if st.Pause.Paused {
 				paused = "yes"
+				if st.Pause.Reason != "" {
+					paused = "yes: " + printable([]byte(st.Pause.Reason), 40)
+				}
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, slot, count(st.Scheduled), count(st.Overdue),
 				count(st.Retrying), count(st.Inflight), count(st.Dead), paused, next, oldest+note)
