@@ -152,6 +152,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	run(f.heldLoop)
 	run(f.envLoop)
 	run(f.unforwardedLoop)
+	run(f.pausedLoop)
 	if f.opt.AllSlots {
 		f.reassign(ctx)
 		<-ctx.Done()
