@@ -18,7 +18,7 @@ func TestScheduleToATopicNoDaemonForwardsWarns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.q.ReportServed(ctx, f.prefix, "daemon-1", []string{"orders"}, set.Live); err != nil {
+	if err := f.q.ReportServed(ctx, f.prefix, "daemon-1", []string{"orders"}, set.Live, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	r := f.do("POST", "/v1/topics/legacy/messages", fullToken, `{"body":"x","delay":"1s"}`)

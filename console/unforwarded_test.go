@@ -19,7 +19,7 @@ func TestConsoleSaysNoLiveReplicaForwardsATopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.q.ReportServed(ctx, f.prefix, "daemon-1", []string{"orders"}, set.Live); err != nil {
+	if err := f.q.ReportServed(ctx, f.prefix, "daemon-1", []string{"orders"}, set.Live, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	const warning = "no live replica forwards events"

@@ -92,7 +92,7 @@ func (f *Forwarder) beat(ctx context.Context, out chan<- beat) {
 	if b.err == nil {
 		// Which topics this replica forwards (queue.Forwarding); a failure
 		// is the next beat's to repair.
-		if err := f.q.ReportServed(hctx, f.opt.KeyPrefix, f.opt.ReplicaID, f.topicNames(), b.set.Live); err != nil {
+		if err := f.q.ReportServed(hctx, f.opt.KeyPrefix, f.opt.ReplicaID, f.topicNames(), b.set.Live, f.opt.HeartbeatTTL); err != nil {
 			f.m.RedisErrs.WithLabelValues("heartbeat").Inc()
 		}
 	}

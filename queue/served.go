@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -40,27 +41,30 @@ func ServedKey(prefix string) string {
 // KEYS[1] -> served HASH (replica id → topics, comma-separated)
 // ARGV[1] -> replica id
 // ARGV[2] -> its topics
-// ARGV[3…] -> the live replicas
+// ARGV[3] -> time to live of the HASH, ms (the heartbeat's TTL)
+// ARGV[4…] -> the live replicas
 //
 // One field per replica, so the sweep is small. Runs on a full Redis
 // (allowOOMLua): it is one small key bounded by the replicas, and a report
-// missing under pressure would only hide a warning. Returns 1.
+// missing under pressure would only hide a warning. The HASH expires a TTL
+// after the last report, so no daemon left means no key left. Returns 1.
 var servedScript = redis.NewScript(allowOOMLua + `
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 local live = {}
-for i = 3, #ARGV do live[ARGV[i]] = true end
+for i = 4, #ARGV do live[ARGV[i]] = true end
 live[ARGV[1]] = true
 for _, r in ipairs(redis.call('HKEYS', KEYS[1])) do
   if not live[r] then redis.call('HDEL', KEYS[1], r) end
 end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 `)
 
-// ReportServed records that replica forwards topics, and forgets the
-// reports of replicas not in live.
-func (q *Queue) ReportServed(ctx context.Context, prefix, replica string, topics, live []string) error {
-	args := make([]any, 0, 2+len(live))
-	args = append(args, replica, strings.Join(topics, ","))
+// ReportServed records that replica forwards topics, for ttl, and forgets
+// the reports of replicas not in live.
+func (q *Queue) ReportServed(ctx context.Context, prefix, replica string, topics, live []string, ttl time.Duration) error {
+	args := make([]any, 0, 3+len(live))
+	args = append(args, replica, strings.Join(topics, ","), max(1, ttl.Milliseconds()))
 	for _, id := range live {
 		args = append(args, id)
 	}

@@ -41,7 +41,7 @@ func (q *Queue) NoteWaiting(ctx context.Context, t Topic) error {
 // Waiting are the topics noted by NoteWaiting under prefix, sorted by name.
 func (q *Queue) Waiting(ctx context.Context, prefix string) ([]Layout, error) {
 	key := WaitingKey(prefix)
-	all, err := q.rdb.HGetAll(ctx, key).Result()
+	all, err := q.hashAll(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("read waiting topics %s: %w", key, err)
 	}
@@ -66,4 +66,24 @@ func (q *Queue) ForgetWaiting(ctx context.Context, prefix string, names ...strin
 		return fmt.Errorf("forget waiting topics in %s: %w", WaitingKey(prefix), err)
 	}
 	return nil
+}
+
+// hashAll reads a whole (small) HASH with HSCAN rather than HGETALL: the
+// daemon's documented ACL grants HSCAN, and the registry and the waiting
+// notes are read by the daemon (the unforwarded gauge) as well as the CLI.
+func (q *Queue) hashAll(ctx context.Context, key string) (map[string]string, error) {
+	out := map[string]string{}
+	var cursor uint64
+	for {
+		kv, next, err := q.rdb.HScan(ctx, key, cursor, "", 1000).Result()
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			out[kv[i]] = kv[i+1]
+		}
+		if cursor = next; cursor == 0 {
+			return out, nil
+		}
+	}
 }

@@ -20,7 +20,7 @@ func TestTopicNoDaemonForwardsIsNeverSilent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.q.ReportServed(e.ctx, prefix, "daemon-1", []string{"orders", "legacy"}, set.Live); err != nil {
+	if err := e.q.ReportServed(e.ctx, prefix, "daemon-1", []string{"orders", "legacy"}, set.Live, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	const warning = "no live replica forwards payments"
