@@ -23,6 +23,8 @@ type batchResult struct {
 
 type batchOut struct {
 	Results []batchResult `json:"results"`
+	// Warning: see receiptOut.Warning.
+	Warning string `json:"warning,omitempty"`
 }
 
 // scheduleBatch is POST /v1/topics/{topic}/messages:batch: every valid
@@ -73,5 +75,6 @@ func (s *Server) scheduleBatch(w http.ResponseWriter, r *http.Request, t queue.T
 		rc := receipt(receipts[k])
 		out.Results[i] = batchResult{Status: scheduledStatus(receipts[k]), receiptOut: &rc}
 	}
+	out.Warning = s.unforwarded(r.Context(), t)
 	writeJSON(w, http.StatusOK, out)
 }

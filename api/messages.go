@@ -39,6 +39,9 @@ type receiptOut struct {
 	// Duplicate: the id was delivered within its topic's dedup window, so
 	// nothing was scheduled (200); due is the time asked for.
 	Duplicate bool `json:"duplicate,omitempty"`
+	// Warning says why the message, accepted, may wait for no one: no
+	// live replica forwards its topic.
+	Warning string `json:"warning,omitempty"`
 }
 
 func receipt(r queue.Receipt) receiptOut {
@@ -79,7 +82,9 @@ func (s *Server) schedule(w http.ResponseWriter, r *http.Request, t queue.Topic,
 	}
 	status := scheduledStatus(rc)
 	w.Header().Set("Location", "/v1/topics/"+url.PathEscape(t.Name)+"/messages/"+url.PathEscape(rc.ID))
-	writeJSON(w, status, receipt(rc))
+	out := receipt(rc)
+	out.Warning = s.unforwarded(r.Context(), t)
+	writeJSON(w, status, out)
 }
 
 // item turns a request's message into what the queue schedules, checking

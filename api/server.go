@@ -75,6 +75,7 @@ type Server struct {
 	auth    *authenticator
 	handler http.Handler
 	batches chan struct{} // one per batch request being served
+	fwd     forwarding
 }
 
 // New builds a Server. Without tokens it refuses to build unless Insecure

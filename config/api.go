@@ -61,7 +61,10 @@ func (p *parser) api(e *env) API {
 		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 			p.fail("API_ADDR", e.APIAddr, "port must be a number from 0 to 65535")
 		}
-		if err := a.Check(); err != nil {
+		// Only when no token was given: tokens that were all refused have
+		// said why already, and "is required" beside "is shorter than"
+		// read as two contradicting problems.
+		if err := a.Check(); err != nil && strings.TrimSpace(e.APITokens) == "" {
 			p.errs = append(p.errs, err)
 		}
 	}

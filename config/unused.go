@@ -83,3 +83,23 @@ func (c Config) known() map[string]bool {
 	}
 	return known
 }
+
+// Misspelt is, for a configuration that could not be loaded, a line for
+// each DELAYBRIDGE_* variable of environ that no global setting reads and
+// that is within two edits of one that does ("DELAYBRIDGE_REDIS_ULR: did you
+// mean DELAYBRIDGE_REDIS_URL?"): a misspelt name is often why a required
+// variable is missing. Topic variables are left out: which topics exist is
+// part of what failed to load.
+func Misspelt(environ []string) []string {
+	var c Config
+	var out []string
+	for _, name := range c.Unused(environ) {
+		if strings.HasPrefix(name, Prefix+"_TOPIC_") {
+			continue
+		}
+		if s := c.Suggest(name); s != "" {
+			out = append(out, name+" is not a variable: did you mean "+s+"?")
+		}
+	}
+	return out
+}

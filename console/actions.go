@@ -70,9 +70,15 @@ func (s *Server) action(name string, a action) http.Handler {
 		status := http.StatusOK
 		if err != nil {
 			status, msg = actionStatus(err), err.Error()
+		} else if dueNow[name] {
+			msg += s.unforwardedNote(ctx, t)
 		}
 		s.opts.Log.Info("console action", "topic", t.Name, "action", name, "slot", f.Get("slot"),
 			"mid", f.Get("mid"), "all", f.Get("all") != "", "status", status)
+		if plainAnswer(r) {
+			writePlain(w, status, msg)
+			return
+		}
 		v := resultView{base: s.base(r, name+" "+t.Name), Topic: t.Name, Action: name, Result: msg, OK: err == nil}
 		s.render(w, status, "result", "layout.html", v)
 	})
@@ -80,6 +86,14 @@ func (s *Server) action(name string, a action) http.Handler {
 
 func (s *Server) confirm(ctx context.Context, w http.ResponseWriter, r *http.Request, t queue.Topic, name string, a action, f url.Values) {
 	plan, err := a.plan(ctx, t, f)
+	if plainAnswer(r) {
+		if err != nil {
+			writePlain(w, actionStatus(err), err.Error())
+		} else {
+			writePlain(w, http.StatusOK, plan+" Nothing was done: send confirm=yes to do it.")
+		}
+		return
+	}
 	if err != nil {
 		v := resultView{base: s.base(r, name+" "+t.Name), Topic: t.Name, Action: name, Result: err.Error()}
 		s.render(w, actionStatus(err), "result", "layout.html", v)
@@ -93,6 +107,28 @@ func (s *Server) confirm(ctx context.Context, w http.ResponseWriter, r *http.Req
 		}
 	}
 	s.render(w, http.StatusOK, "confirm", "layout.html", v)
+}
+
+// dueNow are the actions after which messages fall due: each says so when
+// no live replica forwards the topic.
+var dueNow = map[string]bool{"requeue": true, "reschedule": true, "resume": true}
+
+// unforwardedNote is " Warning: no live replica forwards …", or "" while
+// one does (or that cannot be read: the action is done either way).
+func (s *Server) unforwardedNote(ctx context.Context, t queue.Topic) string {
+	fw, err := s.opts.Queue.Forwarding(ctx, s.opts.Prefix)
+	if w := fw.Unforwarded(t.Name); err == nil && w != "" {
+		return " Warning: " + w + "."
+	}
+	return ""
+}
+
+// slots is "1 slot" or "n slots".
+func slots(n int) string {
+	if n == 1 {
+		return "1 slot"
+	}
+	return fmt.Sprintf("%d slots", n)
 }
 
 func actionStatus(err error) int {
@@ -111,12 +147,12 @@ func actionStatus(err error) int {
 func (s *Server) actions() map[string]action {
 	return map[string]action{
 		"pause": {plan: func(_ context.Context, t queue.Topic, f url.Values) (string, error) {
-			return fmt.Sprintf("Pause %s (%d slots): no replica claims its messages until it is resumed.", t.Name, t.SlotCount()), nil
+			return fmt.Sprintf("Pause %s (%s): no replica claims its messages until it is resumed.", t.Name, slots(t.SlotCount())), nil
 		}, do: func(ctx context.Context, t queue.Topic, f url.Values) (string, error) {
 			if err := s.opts.Queue.Pause(ctx, t, f.Get("reason")); err != nil {
 				return "", err
 			}
-			return fmt.Sprintf("Paused %s (%d slots): no replica claims its messages until it is resumed.", t.Name, t.SlotCount()), nil
+			return fmt.Sprintf("Paused %s (%s): no replica claims its messages until it is resumed.", t.Name, slots(t.SlotCount())), nil
 		}},
 		"resume": {plan: func(_ context.Context, t queue.Topic, _ url.Values) (string, error) {
 			return fmt.Sprintf("Resume %s: messages that fell due meanwhile are delivered at once, in order.", t.Name), nil

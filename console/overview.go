@@ -49,6 +49,9 @@ type topicRow struct {
 	PauseReason   string        `json:"pause_reason,omitempty"`
 	// Flow is the topic's flow control: limits in force, held now.
 	Flow flowState `json:"flow"`
+	// Unforwarded says why the topic's messages wait for no one: no live
+	// replica forwards it ("" while one does).
+	Unforwarded string `json:"unforwarded,omitempty"`
 }
 
 type replicaRow struct {
@@ -61,6 +64,8 @@ type replicaRow struct {
 type ownedSlots struct {
 	Topic string
 	Slots []int
+	// NotRun: the replica does not forward the topic.
+	NotRun bool
 }
 
 func (s *Server) overview(ctx context.Context) overview {
@@ -100,7 +105,15 @@ func (s *Server) readOverview(ctx context.Context) (overview, error) {
 	if err != nil {
 		return overview{}, err
 	}
-	ov.Replicas = replicaRows(set, topics, s.opts.OwnershipAll)
+	fw, err := s.opts.Queue.Forwarding(ctx, s.opts.Prefix)
+	if err != nil {
+		return overview{}, err
+	}
+	for i, t := range topics {
+		ov.Topics[i].Unforwarded = fw.Unforwarded(t.Name)
+	}
+	fw.Live = set.Live
+	ov.Replicas = replicaRows(set, fw, topics, s.opts.OwnershipAll)
 	if m, err := s.opts.Queue.Memory(ctx); err == nil {
 		ov.Redis = &redisMemory{Used: m.Used, Max: m.Max, Policy: m.Policy, Full: m.Full(), Evicting: m.Evicting()}
 	}
@@ -130,14 +143,16 @@ func summarize(l queue.Layout, stats []queue.SlotStats) topicRow {
 }
 
 // replicaRows gives each live replica the slots queue.OwnedSlots gives it,
-// the assignment the daemons compute from the same live set.
-func replicaRows(set queue.ReplicaSet, topics []queue.Topic, all bool) []replicaRow {
-	owned := queue.OwnedSlots(set.Live, topics, all)
+// the assignment the daemons compute from the same live set, less the
+// topics it does not run (queue.Forwarding.Owned: listed as not run).
+func replicaRows(set queue.ReplicaSet, fw queue.Forwarding, topics []queue.Topic, all bool) []replicaRow {
+	owned := fw.Owned(topics, all)
 	rows := make([]replicaRow, len(set.Live))
 	for i, id := range set.Live {
 		rows[i] = replicaRow{ID: id, ExpiresIn: set.Deadlines[id].Sub(set.Now), Owned: owned[i]}
 		for _, t := range topics {
-			rows[i].Slots = append(rows[i].Slots, ownedSlots{Topic: t.Name, Slots: slices.Clip(owned[i][t.Name])})
+			slots, run := owned[i][t.Name]
+			rows[i].Slots = append(rows[i].Slots, ownedSlots{Topic: t.Name, Slots: slices.Clip(slots), NotRun: !run})
 		}
 	}
 	return rows

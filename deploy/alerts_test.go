@@ -303,6 +303,25 @@ var alertScenarios = map[string]struct{ firing, quiet map[string][]synthetic }{
 			"none": {series("delaybridge_stranded_messages", constant(0), "instance", "a", "topic", "orders")},
 		},
 	},
+	"DelaybridgeTopicNotForwarded": {
+		firing: map[string][]synthetic{
+			"payments scheduled to, no daemon runs it": {
+				series("delaybridge_unforwarded_due_messages", startingAt(20, func(m float64) float64 { return m - 19 }), "instance", "a", "topic", "payments"),
+				series("delaybridge_unforwarded_due_messages", startingAt(20, func(m float64) float64 { return m - 19 }), "instance", "b", "topic", "payments"),
+			},
+		},
+		quiet: map[string][]synthetic{
+			"a daemon with payments took over after two minutes (the series goes away)": {
+				series("delaybridge_unforwarded_due_messages", func(m float64) float64 {
+					if m >= 30 && m < 32 {
+						return 3
+					}
+					return math.NaN()
+				}, "instance", "a", "topic", "payments"),
+			},
+			"no series": {series("delaybridge_replicas", constant(2), "instance", "a")},
+		},
+	},
 	"DelaybridgeRedisEvicting": {
 		firing: map[string][]synthetic{"allkeys-lru": {series("delaybridge_redis_evicting", constant(1), "instance", "a", "policy", "allkeys-lru")}},
 		quiet:  map[string][]synthetic{"noeviction": {series("delaybridge_redis_evicting", constant(0), "instance", "a", "policy", "noeviction")}},

@@ -173,12 +173,13 @@ func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *bac
 	if err != nil {
 		s.m.RedisErrs.WithLabelValues("claim").Inc()
 		d := retry.Next()
-		s.log.Warn("claim failed", "err", err, "retry_in", d)
+		s.health.failed(s.topic.Name, "claim failed, retrying with backoff", err)
 		if wait {
 			sleep(ctx, d, nil)
 		}
 		return c, false
 	}
+	s.health.ok()
 	retry.Reset()
 	s.gate.paused = c.Paused
 	s.skew = c.Now.Sub(before.Add(after.Sub(before) / 2))

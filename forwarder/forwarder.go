@@ -31,7 +31,10 @@
 // limits.go (the run-time limits), wake.go (the queue's wake-ups ring the
 // scanners' alarms) and keyspace.go (Redis keyspace notifications: idle
 // slots sleep until an event instead of polling) and ownership.go (the
-// heartbeat, and the slots this replica owns among the live ones).
+// heartbeat, and the slots this replica owns among the live ones);
+// unforwarded.go (due messages of topics no live replica forwards) and
+// pausedgauge.go (the paused gauge follows pause within a second) are loops
+// of the Forwarder's own. redisdown.go keeps a Redis outage to a few lines.
 // forwarder.go builds them, runs them (ownership apart: Run runs it until
 // ctx ends, then drains) and starts and stops the scanners of the owned
 // slots; flow.go is a topic's flow control on this replica, options.go the
@@ -84,6 +87,8 @@ type Forwarder struct {
 	retry backoff.Policy
 	// repeats logs the failures that repeat, per topic and interval.
 	repeats *logrepeat.Log
+	// health is whether Redis answers, for the outage's lines (redisdown.go).
+	health *redisHealth
 
 	// The background services (loops.go), each in its file.
 	reaper      *reaper
@@ -152,6 +157,7 @@ func New(opt Options) (*Forwarder, error) {
 		owned:      map[slotKey]*running{},
 		draining:   map[slotKey]chan struct{}{},
 	}
+	f.health = newRedisHealth(f.repeats, f.log, opt.redisDownAfter)
 	for _, t := range opt.Topics {
 		f.flows = append(f.flows, newFlowTopic(f, t))
 	}
@@ -166,7 +172,7 @@ func New(opt Options) (*Forwarder, error) {
 func (f *Forwarder) buildServices() error {
 	opt := &f.opt
 	var errs [9]error
-	f.reaper, errs[0] = newReaper(reaperConfig{Topics: opt.Topics, Lease: opt.Lease}, f.q, f.m, f.log, f.reaps, f.wakes, &f.ks)
+	f.reaper, errs[0] = newReaper(reaperConfig{Topics: opt.Topics, Lease: opt.Lease, Health: f.health}, f.q, f.m, f.log, f.reaps, f.wakes, &f.ks)
 	f.backlog, errs[1] = newBacklogGauges(backlogConfig{Topics: opt.Topics, Every: opt.BacklogInterval, Owned: f.ownedSlots},
 		f.q, f.m, f.stats, &f.ks)
 	f.search, errs[2] = newStrandedSearch(strandedConfig{Topics: opt.Topics, Every: opt.StrandedInterval, HandOff: f.setStranded},
@@ -181,7 +187,8 @@ func (f *Forwarder) buildServices() error {
 		f.q, f.m, f.log, f.topicIndex, &f.ks, f.wakes, f.reaps, f.stats)
 	f.ownership, errs[8] = newOwnership(ownershipConfig{Replica: opt.ReplicaID, KeyPrefix: opt.KeyPrefix,
 		Every: opt.HeartbeatInterval, TTL: opt.HeartbeatTTL, SetLive: f.setLive,
-		Scanning: func() bool { return len(f.ownedSlots()) > 0 }}, f.q, f.m, f.log)
+		Scanning: func() bool { return len(f.ownedSlots()) > 0 }, Topics: f.topicNames(), Health: f.health},
+		f.q, f.m, f.log)
 	return errors.Join(errs[:]...)
 }
 
@@ -193,7 +200,8 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	bg, stopBG := context.WithCancel(ctx)
 	defer stopBG()
 	loops.start(bg, f.wake, f.keyspace, f.reaper, f.backlog, f.search,
-		serviceFunc(f.repeats.Run), f.limits, f.heldReports, f.envReports)
+		serviceFunc(f.repeats.Run), f.limits, f.heldReports, f.envReports,
+		serviceFunc(f.unforwardedLoop), serviceFunc(f.pausedLoop))
 	if f.opt.AllSlots {
 		f.reassign(ctx)
 		<-ctx.Done()

@@ -42,6 +42,7 @@ type gate struct {
 	batch, most int
 	flow        *flowTopic
 	fs          *flowstate.Store
+	health      *redisHealth
 	topic       queue.Topic
 	m           *Metrics
 	log         *slog.Logger
@@ -149,7 +150,7 @@ func (g *gate) permits(ctx context.Context, want int, retry *backoff.Backoff) (n
 	if err != nil {
 		g.m.RedisErrs.WithLabelValues("acquire").Inc()
 		d := retry.Next()
-		g.log.Warn("asking the rate limit for permits failed; claiming nothing until it answers", "err", err, "retry_in", d)
+		g.health.failed(g.topic.Name, "asking the rate limit for permits failed; claiming nothing until it answers", err)
 		return 0, 0, d
 	}
 	g.owed = 0

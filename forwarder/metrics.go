@@ -28,7 +28,9 @@ type Metrics struct {
 	Paused    *prometheus.GaugeVec     // topic: 1 while the topic is paused
 	Replicas  prometheus.Gauge         // live replicas seen in the heartbeat set
 	Stranded  *prometheus.GaugeVec     // topic: messages in slots beyond the slot count
-	RedisErrs *prometheus.CounterVec   // op (redisOps): failed Redis calls
+	// Unforwarded: topic: due messages of a topic no live replica forwards.
+	Unforwarded *prometheus.GaugeVec
+	RedisErrs   *prometheus.CounterVec // op (redisOps): failed Redis calls
 	// KeyspaceEvents is 1 for the keyspace notification mode in force
 	// (keyspaceModes: poll, zset, all), 0 for the others.
 	KeyspaceEvents *prometheus.GaugeVec
@@ -180,6 +182,7 @@ func (m *Metrics) flowMetrics(reg prometheus.Registerer) {
 		Help: "Time this replica's scanners of the topic waited for a limit (rate, queue), summed over slots; not counted while the topic is paused.",
 	}, []string{"topic", "reason"})
 	reg.MustRegister(m.HeldSeconds)
+	m.unforwardedMetrics(reg) // messages held for want of a forwarder
 }
 
 // newRedisMemory creates the gauges of Redis's memory, which the daemon sets

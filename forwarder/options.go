@@ -76,6 +76,9 @@ type Options struct {
 	// logEvery is how often a repeating failure is logged (default
 	// logrepeat.DefaultEvery; shorter in tests).
 	logEvery time.Duration
+	// redisDownAfter is how long Redis failures last before one ERROR
+	// (default defaultRedisDownAfter; shorter in tests).
+	redisDownAfter time.Duration
 }
 
 // Defaults are the values zero Options take: the one place they are
@@ -149,6 +152,7 @@ func (o *Options) defaults() error {
 	setDur(&o.StrandedInterval, d.StrandedInterval)
 	setDur(&o.keyspaceRecheck, keyspaceRecheck)
 	setDur(&o.logEvery, logrepeat.DefaultEvery)
+	setDur(&o.redisDownAfter, defaultRedisDownAfter)
 	if o.KeyPrefix == "" {
 		o.KeyPrefix = o.Topics[0].KeyPrefix()
 	}

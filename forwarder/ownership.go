@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/delaybridge/delaybridge/internal/logrepeat"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -23,6 +24,8 @@ type ownership struct {
 	log     *slog.Logger
 	replica string
 	prefix  string
+	topics  []string
+	health  *redisHealth
 	every   time.Duration
 	ttl     time.Duration
 	// setLive applies the live replicas (nil: unknown, own nothing);
@@ -45,6 +48,11 @@ type ownershipConfig struct {
 	Every, TTL time.Duration
 	SetLive    func(ctx context.Context, live []string) (gained, lost, owned int)
 	Scanning   func() bool
+	// Topics are the topics this replica forwards, reported with each
+	// heartbeat (queue.ReportServed).
+	Topics []string
+	// Health logs a failed heartbeat as one of Redis's repeating failures.
+	Health *redisHealth
 }
 
 func newOwnership(cfg ownershipConfig, q *queue.Queue, m *Metrics, log *slog.Logger) (*ownership, error) {
@@ -57,8 +65,11 @@ func newOwnership(cfg ownershipConfig, q *queue.Queue, m *Metrics, log *slog.Log
 	case cfg.SetLive == nil || cfg.Scanning == nil:
 		return nil, errors.New("ownership: no slots to apply the live replicas to")
 	}
+	if cfg.Health == nil {
+		cfg.Health = newRedisHealth(logrepeat.New(log, 0), log, 0)
+	}
 	return &ownership{q: q, m: m, log: log, replica: cfg.Replica, prefix: cfg.KeyPrefix, every: every, ttl: ttl,
-		setLive: cfg.SetLive, scanning: cfg.Scanning}, nil
+		setLive: cfg.SetLive, scanning: cfg.Scanning, topics: cfg.Topics, health: cfg.Health}, nil
 }
 
 // run heartbeats and applies the live replicas until ctx ends.
@@ -124,11 +135,12 @@ func (o *ownership) apply(ctx context.Context, b beat) time.Duration {
 			o.setLive(ctx, nil)
 			o.last = nil
 		} else {
-			o.log.Warn("heartbeat failed", "err", b.err)
+			o.health.failed("", "heartbeat failed", b.err)
 		}
 		return o.every
 	}
 	o.lastOK = b.sent
+	o.health.ok()
 	o.m.Replicas.Set(float64(len(b.set.Live)))
 	if !slices.Equal(b.set.Live, o.last) {
 		gained, lost, owned := o.setLive(ctx, b.set.Live)
@@ -151,6 +163,13 @@ func (o *ownership) beat(ctx context.Context, out chan<- beat) {
 	hctx, cancel := context.WithTimeout(ctx, o.ttl)
 	defer cancel()
 	b.set, b.err = o.q.Heartbeat(hctx, o.prefix, o.replica, o.ttl)
+	if b.err == nil {
+		// Which topics this replica forwards (queue.Forwarding); a failure
+		// is the next beat's to repair.
+		if err := o.q.ReportServed(hctx, o.prefix, o.replica, o.topics, b.set.Live, o.ttl); err != nil {
+			o.m.RedisErrs.WithLabelValues("heartbeat").Inc()
+		}
+	}
 	out <- b
 }
 

@@ -39,7 +39,7 @@ func (s *scanner) redisRetry(ctx context.Context, op string, fn func(context.Con
 			s.log.Error("redis write failed; the reaper will return these messages after their lease", "op", op, "err", err)
 			return false
 		}
-		s.log.Warn("redis write failed, retrying", "op", op, "err", err)
+		s.health.failed(s.topic.Name, "redis write failed, retrying", err)
 		if !sleep(ctx, wait.Next(), nil) {
 			return false
 		}

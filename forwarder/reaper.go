@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/delaybridge/delaybridge/internal/logrepeat"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -128,6 +129,7 @@ type reaper struct {
 	q        *queue.Queue
 	m        *Metrics
 	log      *slog.Logger
+	health   *redisHealth
 	topics   []Topic
 	lease    time.Duration
 	schedule *reapSchedule
@@ -144,6 +146,8 @@ type reaperConfig struct {
 	// Lease is the claims' lease (default 30 s): it sets the reaper's
 	// grace and, while polling, its safety interval.
 	Lease time.Duration
+	// Health logs a failed reap as one of Redis's repeating failures.
+	Health *redisHealth
 }
 
 func newReaper(cfg reaperConfig, q *queue.Queue, m *Metrics, log *slog.Logger, schedule *reapSchedule, wakes *wakeups, ks *keyspaceState) (*reaper, error) {
@@ -151,7 +155,10 @@ func newReaper(cfg reaperConfig, q *queue.Queue, m *Metrics, log *slog.Logger, s
 	if lease <= 0 {
 		return nil, fmt.Errorf("reaper: lease %s: want a positive duration", lease)
 	}
-	return &reaper{q: q, m: m, log: log, topics: cfg.Topics, lease: lease, schedule: schedule, wakes: wakes, ks: ks,
+	if cfg.Health == nil {
+		cfg.Health = newRedisHealth(logrepeat.New(log, 0), log, 0)
+	}
+	return &reaper{q: q, m: m, log: log, health: cfg.Health, topics: cfg.Topics, lease: lease, schedule: schedule, wakes: wakes, ks: ks,
 		cursors: map[slotKey]string{}}, nil
 }
 
@@ -203,7 +210,7 @@ func (r *reaper) reap(ctx context.Context, k slotKey, cursor string) string {
 		if err != nil {
 			if ctx.Err() == nil {
 				r.m.RedisErrs.WithLabelValues("reap").Inc()
-				r.log.Warn("reap failed", "topic", t.Name, "slot", k.slot, "err", err)
+				r.health.failed(t.Name, "reap failed", err)
 			}
 			r.schedule.note(k, time.Now().Add(reapPace))
 			return cursor

@@ -45,14 +45,16 @@ const retryJitter = 0.2
 // renew), putback.go the two ways every stage writes: redisRetry, and
 // putBack for members that go back without an attempt.
 type scanner struct {
-	cfg   scannerConfig
-	q     *queue.Queue
-	m     *Metrics
-	topic Topic
-	slot  int
-	key   slotKey
-	alarm *alarm
-	in    *inflight
+	cfg scannerConfig
+	q   *queue.Queue
+	m   *Metrics
+	// health logs Redis failures as one replica's repeating failures.
+	health *redisHealth
+	topic  Topic
+	slot   int
+	key    slotKey
+	alarm  *alarm
+	in     *inflight
 	// leases are the claimed batches whose leases keepLeases renews.
 	leases *leases
 	log    *slog.Logger
@@ -92,6 +94,7 @@ func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 		cfg: scannerConfig{Lease: opt.Lease, ShutdownTimeout: opt.ShutdownTimeout, PollInterval: opt.PollInterval,
 			SafetyPoll: opt.KeyspacePollInterval, MaxAttempts: opt.MaxAttempts, Retry: f.retry, Tracing: opt.Tracing},
 		q:      f.q,
+		health: f.health,
 		m:      f.m,
 		topic:  t,
 		slot:   k.slot,
@@ -101,7 +104,7 @@ func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 		leases: newLeases(),
 		log:    log,
 		gate: &gate{in: in, batch: opt.BatchSize, most: opt.MaxInflightBatches * opt.BatchSize,
-			flow: f.flows[k.topic], fs: f.flowState, topic: t.Topic, m: f.m, log: log},
+			flow: f.flows[k.topic], fs: f.flowState, health: f.health, topic: t.Topic, m: f.m, log: log},
 		ks:      &f.ks,
 		reaps:   f.reaps,
 		wakes:   f.wakes,

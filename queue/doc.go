@@ -37,7 +37,10 @@
 // run in pipelines, one WAIT per pipeline and node); headerlimit.go (the
 // bound on an envelope's headers and properties that a broker's frame takes);
 // dedup.go (the dedup window: acked ids remembered in a slot's delivered set,
-// so a retried schedule is a duplicate). Flow
+// so a retried schedule is a duplicate); served.go (which topics each live
+// daemon forwards: a topic no one forwards is never silent), waiting.go
+// (topics scheduled to but registered by no daemon) and zonesuggest.go (the
+// tz name a misspelt zone meant). Flow
 // control's state (rate limits, run-time limits, held and environment reports)
 // is package flowstate's, on FlowKeys.
 //

@@ -117,3 +117,13 @@ func (q *Queue) Resume(ctx context.Context, t Topic) (int, error) {
 	})
 	return n, err
 }
+
+// IsPaused reports whether t is paused: Pause sets every slot, so slot 0's
+// paused key says it (one EXISTS).
+func (q *Queue) IsPaused(ctx context.Context, t Topic) (bool, error) {
+	n, err := q.rdb.Exists(ctx, t.Keys(0).Paused).Result()
+	if err != nil {
+		return false, fmt.Errorf("read pause of %s: %w", t.Name, err)
+	}
+	return n > 0, nil
+}

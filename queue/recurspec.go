@@ -76,7 +76,7 @@ func ParseSpec(spec, tz string) (Schedule, error) {
 	}
 	parsed, err := cronParser.Parse(s)
 	if err != nil {
-		return Schedule{}, fmt.Errorf("%w: %q: %w", ErrBadSpec, spec, err)
+		return Schedule{}, fmt.Errorf("%w: %q: %w (a cron expression of 5 fields, e.g. \"0 9 * * *\", or @every DURATION, e.g. @every 5m)", ErrBadSpec, spec, err)
 	}
 	cs, ok := parsed.(*cron.SpecSchedule)
 	if !ok {
@@ -109,7 +109,10 @@ func loadZone(tz string) (*time.Location, error) {
 	}
 	loc, err := time.LoadLocation(tz)
 	if err != nil {
-		return nil, fmt.Errorf("%w: zone %q: %w", ErrBadSpec, tz, err)
+		if s := suggestZone(tz); s != "" {
+			return nil, fmt.Errorf("%w: zone %q: %w (did you mean %s?)", ErrBadSpec, tz, err, s)
+		}
+		return nil, fmt.Errorf("%w: zone %q: %w (a tz database name such as Europe/Berlin)", ErrBadSpec, tz, err)
 	}
 	zones.Store(tz, loc)
 	return loc, nil

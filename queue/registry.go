@@ -117,7 +117,7 @@ func decodeLayout(name, doc string) (Layout, error) {
 // Layouts reads the whole registry of prefix, sorted by topic name.
 func (q *Queue) Layouts(ctx context.Context, prefix string) ([]Layout, error) {
 	key := TopicsKey(prefix)
-	all, err := q.rdb.HGetAll(ctx, key).Result()
+	all, err := q.hashAll(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("load registry %s: %w", key, err)
 	}

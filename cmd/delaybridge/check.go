@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,16 +17,16 @@ import (
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
-const checkUsage = `usage: delaybridge check [--json] [--publish-test ROUTING_KEY]
+const checkUsage = `usage: delaybridge check [--json] [--publish-test TOPIC]
 
 Validates the DELAYBRIDGE_* variables, reaches Redis and every topic's broker,
 and verifies that each topic's destination exists (the AMQP exchange; on the
 default exchange, the queue the routing key names; the Kafka topic; a Redis
 stream key is absent or a stream). Credentials a broker refuses fail at once.
 Whether a named exchange routes a key anywhere only the broker knows, at
-publish time: --publish-test sends one real test message (header
-x-delaybridge-test) to every AMQP topic with that routing key and says
-whether it was routed.
+publish time: --publish-test TOPIC sends one real test message (header
+x-delaybridge-test) to that AMQP topic's exchange with its routing key and
+says whether it was routed and where: a consumer of that queue receives it.
 Redis's maxmemory-policy must keep every key: an allkeys-* policy deletes
 scheduled messages when Redis fills, and fails the check.
 Exit 0: all good; 1: a service is unreachable, a destination is missing or
@@ -51,8 +50,7 @@ type checkLine struct {
 func runCheck(ctx context.Context, args []string, s stdio) int {
 	fs := newFlags("check", checkUsage, s)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	testKey := fs.String("publish-test", "", "send a test message with this routing key to every AMQP topic and say whether it was routed")
-	testSet := false
+	testTopic := fs.String("publish-test", "", "send one test message to this AMQP `topic`'s destination (its exchange and routing key) and say where it went")
 	pos, code, ok := parseFlags(fs, args, s)
 	if !ok {
 		return code
@@ -60,10 +58,12 @@ func runCheck(ctx context.Context, args []string, s stdio) int {
 	if len(pos) > 0 {
 		return badUsage(fs, s, "takes no arguments, got %q", pos[0])
 	}
-	fs.Visit(func(f *flag.Flag) { testSet = testSet || f.Name == "publish-test" })
 	cfg, code := loadConfig(s)
 	if code != exitOK {
 		return code
+	}
+	if err := publishTestTopic(cfg, *testTopic); err != nil {
+		return badUsage(fs, s, "%v", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
@@ -73,13 +73,13 @@ func runCheck(ctx context.Context, args []string, s stdio) int {
 	for _, t := range cfg.Topics {
 		l := checkLine{Name: "topic " + t.Name, Sink: t.Sink, OK: true}
 		var test *string
-		if testSet {
-			test = testKey
+		if t.Name == *testTopic {
+			test = &t.RoutingKey
 		}
 		if err := checkTopic(ctx, cfg, t, quiet, test); err != nil {
 			l.OK, l.Error = false, err.Error()
-		} else if test != nil && t.Sink == "amqp" {
-			l.Note = fmt.Sprintf("test message with routing key %q routed", *test)
+		} else if test != nil {
+			l.Note = publishedTo(t)
 		} else {
 			l.Note = routeNote(t)
 		}

@@ -42,8 +42,9 @@ func TestCheckOfTheDefaultExchangeChecksTheRoutingKeysQueue(t *testing.T) {
 
 // TestCheckSaysANamedExchangeRoutesOnlyAtPublishAndPublishTestTells: a
 // named exchange's bindings cannot be checked passively, so check says so;
-// --publish-test sends a message with mandatory and reports whether it was
-// routed (exit 1 when not).
+// --publish-test TOPIC sends a message with the topic's exchange and
+// routing key, mandatory, and says where it went (exit 1 when not routed);
+// it takes a topic, not a routing key.
 func TestCheckSaysANamedExchangeRoutesOnlyAtPublishAndPublishTestTells(t *testing.T) {
 	exchange := uniqueName("dbtest.route.")
 	amqpTopicEnv(t, exchange)
@@ -53,13 +54,18 @@ func TestCheckSaysANamedExchangeRoutesOnlyAtPublishAndPublishTestTells(t *testin
 	if code != exitOK || !strings.Contains(out, "routing is confirmed only by the broker at publish time") {
 		t.Fatalf("check of a named exchange: exit %d, want 0 saying routing is confirmed at publish time\nstdout: %s\nstderr: %s", code, out, errs)
 	}
-	code, out, errs = e.run("", "check", "--publish-test", "nowhere")
+	code, out, errs = e.run("", "check", "--publish-test", "orders")
+	if code != exitOK || !strings.Contains(out, `test message published to exchange "`+exchange+`" with routing key "k"`) ||
+		!strings.Contains(out, "a consumer will receive it") {
+		t.Fatalf("publish test of orders (bound key k): exit %d, want 0 saying where it went\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	if code, out, errs := e.run("", "check", "--publish-test", "k"); code != exitConfig || !strings.Contains(errs, "takes a topic of DELAYBRIDGE_TOPICS (orders)") {
+		t.Fatalf("publish test of a routing key: exit %d, want %d saying it takes a topic\nstdout: %s\nstderr: %s", code, exitConfig, out, errs)
+	}
+	t.Setenv("DELAYBRIDGE_TOPIC_ORDERS_ROUTING_KEY", "nowhere")
+	code, out, errs = e.run("", "check", "--publish-test", "orders")
 	if code != exitFail || !strings.Contains(out, `routing key "nowhere" NOT routed`) {
 		t.Fatalf("publish test of an unbound key: exit %d, want %d saying not routed\nstdout: %s\nstderr: %s", code, exitFail, out, errs)
-	}
-	code, out, errs = e.run("", "check", "--publish-test", "k")
-	if code != exitOK || !strings.Contains(out, `routing key "k" routed`) {
-		t.Fatalf("publish test of the bound key: exit %d, want 0 saying routed\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 	m, ok, err := ch.Get(bound, true)
 	if err != nil || !ok || m.Headers["x-delaybridge-test"] != "true" {

@@ -136,6 +136,7 @@ func (c *cli) fail(err error) int {
 		return misused(c.s.err, c.name, err.Error())
 	}
 	fmt.Fprintf(c.s.err, "delaybridge %s: %v\n", c.name, err)
+	c.explainUnreachable(err)
 	if errors.Is(err, queue.ErrRedisFull) {
 		fmt.Fprintf(c.s.err, "delaybridge %s: Redis is full, nothing was written: raise its maxmemory or free memory; "+
 			"the daemon still delivers the backlog, which frees room (docs/operations.md, \"Redis is full\")\n", c.name)

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
@@ -146,7 +148,23 @@ func printGet(w io.Writer, t queue.Topic, e queue.Entry, askedID string) error {
 		if e.LastError != "" {
 			line("last error", printable([]byte(e.LastError), 1024))
 		}
+		printEnvelopeFields(line, t, e.Member)
 		line("body", printable(body, getBodyBytes))
 	}
 	return tw.Flush()
+}
+
+// printEnvelopeFields adds an envelope's routing key and headers (sorted),
+// which get's human output left to --json.
+func printEnvelopeFields(line func(k, v string), t queue.Topic, member string) {
+	m, err := t.Decode(member)
+	if err != nil {
+		return
+	}
+	if m.RoutingKey != "" {
+		line("routing key", printable([]byte(m.RoutingKey), 255))
+	}
+	for _, k := range slices.Sorted(maps.Keys(m.Headers)) {
+		line("header "+printable([]byte(k), 255), printable([]byte(m.Headers[k]), 1024))
+	}
 }

@@ -105,7 +105,8 @@ func runRecurSet(ctx context.Context, args []string, s stdio) int {
 		return c.fail(err)
 	}
 	fmt.Fprintf(s.out, "recurrence %s on %s (slot %d): %s %s, first tick %s (%s)\n", r.ID, t.Name, t.SlotOfID(r.ID),
-		r.Spec, zoneName(r.Zone), utcStamp(first), relative(first, time.Now()))
+		r.Spec, zoneName(r.Zone), utcStamp(first)+localStamp(first, r.Zone), relative(first, time.Now()))
+	c.warnUnforwarded(ctx, t)
 	return exitOK
 }
 
@@ -191,12 +192,26 @@ func runRecurLs(ctx context.Context, args []string, s stdio) int {
 	fmt.Fprintln(w, "ID\tSPEC\tZONE\tNEXT\tLAST")
 	now := time.Now()
 	for _, r := range rs {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Spec, zoneName(r.Zone), stampOrDash(r.Next, now), stampOrDash(r.Last, now))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Spec, zoneName(r.Zone), stampOrDash(r.Next, now)+localStamp(r.Next, r.Zone), stampOrDash(r.Last, now))
 	}
 	if err := w.Flush(); err != nil {
 		return c.fail(fmt.Errorf("write result: %w", err))
 	}
 	return exitOK
+}
+
+// localStamp is " = 2030-01-02 10:00 CET" when zone is not UTC: a
+// recurrence's spec reads in its zone's wall time, and UTC alone made the
+// operator convert.
+func localStamp(t time.Time, zone string) string {
+	if t.IsZero() || zone == "" || zone == "UTC" {
+		return ""
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		return ""
+	}
+	return " = " + t.In(loc).Format("2006-01-02 15:04:05 MST")
 }
 
 func zoneName(z string) string {

@@ -43,7 +43,11 @@ func runReplicas(ctx context.Context, args []string, s stdio) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	rows := replicaRows(set, topics, c.cfg.HeartbeatTTL, c.cfg.Ownership == "all")
+	fw, err := c.q.Forwarding(ctx, c.cfg.KeyPrefix)
+	if err != nil {
+		return c.fail(err)
+	}
+	rows := replicaRows(set, fw, topics, c.cfg.HeartbeatTTL, c.cfg.Ownership == "all")
 	limits, err := c.limitsInForce(ctx, topics)
 	var held []heldJSON
 	if err == nil {
@@ -52,14 +56,24 @@ func runReplicas(ctx context.Context, args []string, s stdio) int {
 	if err != nil {
 		return c.fail(err)
 	}
+	unf := map[string]string{}
+	for _, t := range topics {
+		if w := fw.Unforwarded(t.Name); w != "" {
+			unf[t.Name] = w
+		}
+	}
 	if *asJSON {
 		addEnvLimits(rows, topics, limits)
 		flow := make([]map[string]any, len(topics))
 		for i, t := range topics {
 			flow[i] = map[string]any{"topic": t.Name, "limits": limits[i], "held": held[i]}
+			if unf[t.Name] != "" {
+				flow[i]["unforwarded"] = unf[t.Name]
+			}
 		}
 		err = writeJSON(s.out, map[string]any{"time": jsonTime(set.Now), "replicas": rows, "topics": flow})
 	} else if err = printReplicas(s.out, topics, rows); err == nil {
+		printUnforwarded(s.out, topics, unf)
 		printLimits(s.out, topics, limits, held)
 	}
 	if err != nil {
@@ -70,11 +84,13 @@ func runReplicas(ctx context.Context, args []string, s stdio) int {
 
 // replicaRow is one live replica.
 type replicaRow struct {
-	ID             string           `json:"id"`
-	Deadline       *string          `json:"deadline"`
-	HeartbeatAgeMS int64            `json:"heartbeat_age_ms"`
-	ExpiresInMS    int64            `json:"expires_in_ms"`
-	Owned          map[string][]int `json:"owned"`
+	ID             string  `json:"id"`
+	Deadline       *string `json:"deadline"`
+	HeartbeatAgeMS int64   `json:"heartbeat_age_ms"`
+	ExpiresInMS    int64   `json:"expires_in_ms"`
+	// Owned are the slots of each topic the replica forwards; a topic it
+	// does not run (not in its DELAYBRIDGE_TOPICS) is absent.
+	Owned map[string][]int `json:"owned"`
 	// Env are the limits the replica reports its environment gives each
 	// topic it serves, by topic.
 	Env map[string]flowstate.ReplicaLimits `json:"environment_limits,omitempty"`
@@ -97,11 +113,13 @@ func addEnvLimits(rows []replicaRow, topics []queue.Topic, limits []limitsJSON) 
 	}
 }
 
-// replicaRows gives each live replica the slots queue.OwnedSlots gives it. A
+// replicaRows gives each live replica the slots queue.OwnedSlots gives it,
+// less the topics it does not run (queue.Forwarding.Owned). A
 // heartbeat sets the deadline to beat + ttl, so its age is now - (deadline -
 // ttl) by Redis's clock.
-func replicaRows(set queue.ReplicaSet, topics []queue.Topic, ttl time.Duration, all bool) []replicaRow {
-	owned := queue.OwnedSlots(set.Live, topics, all)
+func replicaRows(set queue.ReplicaSet, fw queue.Forwarding, topics []queue.Topic, ttl time.Duration, all bool) []replicaRow {
+	fw.Live = set.Live
+	owned := fw.Owned(topics, all)
 	rows := make([]replicaRow, len(set.Live))
 	for i, id := range set.Live {
 		d := set.Deadlines[id]
@@ -126,7 +144,12 @@ func printReplicas(w io.Writer, topics []queue.Topic, rows []replicaRow) error {
 		fmt.Fprintf(tw, "%s\t%s ago\t%s", printable([]byte(r.ID), 64),
 			shortDuration(time.Duration(r.HeartbeatAgeMS)*time.Millisecond), shortDuration(time.Duration(r.ExpiresInMS)*time.Millisecond))
 		for _, t := range topics {
-			fmt.Fprintf(tw, "\t%s", slotList(r.Owned[t.Name], t.SlotCount()))
+			slots, ok := r.Owned[t.Name]
+			if !ok {
+				fmt.Fprint(tw, "\tnot run")
+				continue
+			}
+			fmt.Fprintf(tw, "\t%s", slotList(slots, t.SlotCount()))
 		}
 		fmt.Fprintln(tw)
 	}

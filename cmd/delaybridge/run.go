@@ -68,6 +68,9 @@ func loadConfig(s stdio) (config.Config, int) {
 		for _, e := range flatten(err) {
 			fmt.Fprintf(s.err, "  %v\n", e)
 		}
+		for _, m := range config.Misspelt(os.Environ()) {
+			fmt.Fprintf(s.err, "  %s\n", m)
+		}
 		return cfg, exitConfig
 	}
 	return cfg, exitOK

@@ -89,6 +89,7 @@ func runSchedule(ctx context.Context, args []string, s stdio) int {
 	if err := printReceipt(s, r, *asJSON); err != nil {
 		return c.fail(fmt.Errorf("write result: %w", err))
 	}
+	c.warnUnforwarded(ctx, t)
 	return exitOK
 }
 

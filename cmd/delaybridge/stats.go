@@ -80,8 +80,12 @@ func runStats(ctx context.Context, args []string, s stdio) int {
 		}
 		limits, err := c.limitsInForce(ctx, topics)
 		var held []heldJSON
+		var unf map[string]string
 		if err == nil {
 			held, err = c.heldNow(ctx, topics)
+		}
+		if err == nil {
+			unf, err = c.unforwarded(ctx, topics)
 		}
 		if err != nil {
 			if *watch && ctx.Err() != nil {
@@ -92,7 +96,7 @@ func runStats(ctx context.Context, args []string, s stdio) int {
 		if redraw {
 			fmt.Fprint(s.out, "\033[H\033[2J")
 		}
-		err = writeStats(ctx, s, c, statsView{topics, all, limits, held}, *asJSON, *allSlots, *watch)
+		err = writeStats(ctx, s, c, statsView{topics, all, limits, held, unf}, *asJSON, *allSlots, *watch)
 		if err != nil {
 			return c.fail(fmt.Errorf("write stats: %w", err))
 		}
@@ -113,6 +117,8 @@ type statsView struct {
 	slots  [][]queue.SlotStats
 	limits []limitsJSON
 	held   []heldJSON
+	// unforwarded: why a topic's messages wait for no one, by name.
+	unforwarded map[string]string
 }
 
 // writeStats prints one refresh, with Redis's memory state when it can be
@@ -124,15 +130,19 @@ func writeStats(ctx context.Context, s stdio, c *cli, v statsView, asJSON, allSl
 		for i, l := range v.limits {
 			out["topics"].([]map[string]any)[i]["limits"] = l
 			out["topics"].([]map[string]any)[i]["held"] = v.held[i]
+			if w := v.unforwarded[v.topics[i].Name]; w != "" {
+				out["topics"].([]map[string]any)[i]["unforwarded"] = w
+			}
 		}
 		if memErr == nil {
 			out["redis"] = memoryJSON(mem)
 		}
 		return writeJSON(s.out, out)
 	}
-	if err := printStats(s.out, v.topics, v.slots, allSlots, watch); err != nil {
+	if err := printStats(s.out, v.topics, v.slots, allSlots, watch, v.unforwarded); err != nil {
 		return err
 	}
+	printUnforwarded(s.out, v.topics, v.unforwarded)
 	printRecurring(s.out, v.topics, v.slots)
 	printLimits(s.out, v.topics, v.limits, v.held)
 	if memErr != nil {
@@ -167,7 +177,7 @@ func total(slots []queue.SlotStats) queue.SlotStats {
 	return t
 }
 
-func printStats(w io.Writer, topics []queue.Topic, all [][]queue.SlotStats, allSlots, watch bool) error {
+func printStats(w io.Writer, topics []queue.Topic, all [][]queue.SlotStats, allSlots, watch bool, unf map[string]string) error {
 	var now time.Time
 	if len(all) > 0 && len(all[0]) > 0 {
 		now = all[0][0].Now
@@ -178,7 +188,7 @@ func printStats(w io.Writer, topics []queue.Topic, all [][]queue.SlotStats, allS
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "TOPIC\tSLOT\tSCHEDULED\tOVERDUE\tRETRYING\tIN FLIGHT\tDEAD\tPAUSED\tNEXT DUE\tOLDEST OVERDUE\n")
 	for i, t := range topics {
-		row := func(slot string, st queue.SlotStats) {
+		row := func(slot string, st queue.SlotStats, note string) {
 			next, oldest, paused := "-", "-", "-"
 			if !st.NextDue.IsZero() {
 				next = "in " + shortDuration(st.NextDue.Sub(st.Now))
@@ -188,21 +198,38 @@ func printStats(w io.Writer, topics []queue.Topic, all [][]queue.SlotStats, allS
 			}
 			if st.Pause.Paused {
 				paused = "yes"
+				if st.Pause.Reason != "" {
+					paused = "yes: " + printable([]byte(st.Pause.Reason), 40)
+				}
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, slot, count(st.Scheduled), count(st.Overdue),
-				count(st.Retrying), count(st.Inflight), count(st.Dead), paused, next, oldest)
+				count(st.Retrying), count(st.Inflight), count(st.Dead), paused, next, oldest+note)
 		}
-		row("all", total(all[i]))
+		note := ""
+		if unf[t.Name] != "" {
+			note = " (no forwarder: see below)"
+		}
+		row("all", total(all[i]), note)
 		if len(all[i]) == 1 {
 			continue
 		}
 		for _, st := range all[i] {
 			if allSlots || st.Scheduled+st.Inflight+st.Dead > 0 {
-				row(strconv.Itoa(st.Slot), st)
+				row(strconv.Itoa(st.Slot), st, "")
 			}
 		}
 	}
 	return tw.Flush()
+}
+
+// printUnforwarded says, below the table, why a topic's messages wait for
+// no one: no live replica forwards it.
+func printUnforwarded(w io.Writer, topics []queue.Topic, unf map[string]string) {
+	for _, t := range topics {
+		if r := unf[t.Name]; r != "" {
+			fmt.Fprintf(w, "\n%s: %s\n", t.Name, r)
+		}
+	}
 }
 
 // printRecurring says how many recurring messages each topic has, when any

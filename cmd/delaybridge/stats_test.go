@@ -142,7 +142,7 @@ func TestStatsTableStaysAlignedForLongTopicNames(t *testing.T) {
 		{{Now: now, Scheduled: 5, NextDue: now.Add(time.Hour)}},
 	}
 	var b strings.Builder
-	if err := printStats(&b, topics, all, false, false); err != nil {
+	if err := printStats(&b, topics, all, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")

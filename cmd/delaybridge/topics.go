@@ -155,6 +155,10 @@ func (c *cli) listTopics(ctx context.Context, asJSON bool) int {
 	if err == nil {
 		held, err = c.heldNow(ctx, ts)
 	}
+	var notes []topicNote
+	if err == nil {
+		notes, err = c.topicNotes(ctx, ts)
+	}
 	if err != nil {
 		return c.fail(err)
 	}
@@ -163,9 +167,63 @@ func (c *cli) listTopics(ctx context.Context, asJSON bool) int {
 		for i, l := range ls {
 			out = append(out, map[string]any{"topic": l.Name, "layout": l, "here": agreement(l, local), "limits": limits[i], "held": held[i]})
 		}
-		return c.written(writeJSON(c.s.out, map[string]any{"registry": queue.TopicsKey(c.cfg.KeyPrefix), "topics": out}))
+		return c.written(writeJSON(c.s.out, map[string]any{"registry": queue.TopicsKey(c.cfg.KeyPrefix), "topics": out, "unforwarded": notes}))
 	}
-	return c.written(printTopics(c.s.out, queue.TopicsKey(c.cfg.KeyPrefix), ls, local, limits, held))
+	if err := printTopics(c.s.out, queue.TopicsKey(c.cfg.KeyPrefix), ls, local, limits, held); err != nil {
+		return c.written(err)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(c.s.out, "%s: %s\n", n.Topic, n.Note)
+	}
+	return exitOK
+}
+
+// topicNote is a topic no live replica forwards, as topics lists it below
+// the registry's: registered ones, the ones this shell configures that no
+// daemon registered, and those a producer scheduled to (queue.Waiting).
+type topicNote struct {
+	Topic      string `json:"topic"`
+	Registered bool   `json:"registered"`
+	Note       string `json:"note"`
+}
+
+// topicNotes are the topics of registered, of this shell's configuration
+// and of queue.Waiting that no live replica forwards.
+func (c *cli) topicNotes(ctx context.Context, registered []queue.Topic) ([]topicNote, error) {
+	f, err := c.q.Forwarding(ctx, c.cfg.KeyPrefix)
+	var waiting []queue.Layout
+	if err == nil {
+		waiting, err = c.q.Waiting(ctx, c.cfg.KeyPrefix)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []topicNote
+	seen := map[string]bool{}
+	for _, t := range registered {
+		seen[t.Name] = true
+		if w := f.Unforwarded(t.Name); w != "" {
+			out = append(out, topicNote{t.Name, true, w})
+		}
+	}
+	unregistered := func(name, where string) {
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		note := "not registered: no daemon with it in DELAYBRIDGE_TOPICS has started, so nothing forwards it"
+		if w := f.Unforwarded(name); w != "" {
+			note = "not registered; " + w
+		}
+		out = append(out, topicNote{name, false, where + note})
+	}
+	for _, t := range c.cfg.Topics {
+		unregistered(t.Name, "in this shell's DELAYBRIDGE_TOPICS, ")
+	}
+	for _, l := range waiting {
+		unregistered(l.Name, "scheduled to by a producer, ")
+	}
+	return out, nil
 }
 
 func printTopics(w io.Writer, key string, ls []queue.Layout, local map[string]queue.Layout, limits []limitsJSON, held []heldJSON) error {

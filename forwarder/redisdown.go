@@ -1,0 +1,73 @@
+package forwarder
+
+import (
+	"cmp"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/delaybridge/delaybridge/internal/logrepeat"
+)
+
+// While Redis is unreachable every loop and every scanner fails at its own
+// pace (each slot's claim, each heartbeat, each reap): one line each would
+// flood the log (46 WARN lines in 16 s with one topic) and hide the line
+// that matters. Every repeating Redis failure goes through repeats (one
+// line per topic, kind and interval, with a count); when failures have
+// lasted redisDownAfter without a success in between, one ERROR says that
+// Redis is unreachable; the first success after that (or after any failure
+// logged) writes one INFO "redis reachable again".
+
+// defaultRedisDownAfter is how long Redis failures last before the ERROR.
+const defaultRedisDownAfter = 30 * time.Second
+
+// redisHealth tracks whether Redis answers, for those lines; the scanners
+// and the loops that call Redis share one per replica.
+type redisHealth struct {
+	repeats   *logrepeat.Log
+	log       *slog.Logger
+	downAfter time.Duration // failures this long without a success: the ERROR
+
+	down      atomic.Bool // a failure since the last success: ok's fast path
+	mu        sync.Mutex
+	downSince time.Time // first failure since the last success; zero: answering
+	erred     bool      // the ERROR of this outage was written
+}
+
+func newRedisHealth(repeats *logrepeat.Log, log *slog.Logger, downAfter time.Duration) *redisHealth {
+	return &redisHealth{repeats: repeats, log: log, downAfter: cmp.Or(downAfter, defaultRedisDownAfter)}
+}
+
+// failed logs a failed Redis call (msg, for topic or "" for the replica)
+// through repeats, and the outage's ERROR once it has lasted.
+func (r *redisHealth) failed(topic, msg string, err error) {
+	r.repeats.Add(slog.LevelWarn, topic, msg, 1, err.Error())
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.downSince.IsZero() {
+		r.downSince = now
+		r.down.Store(true)
+	}
+	if !r.erred && now.Sub(r.downSince) >= r.downAfter {
+		r.erred = true
+		r.log.Error("redis unreachable: every Redis call has failed; nothing is claimed or delivered until it answers",
+			"for", now.Sub(r.downSince).Round(time.Second).String(), "err", err)
+	}
+}
+
+// ok records a Redis call that succeeded: after failures, one INFO.
+func (r *redisHealth) ok() {
+	if !r.down.Load() {
+		return // the claim path calls it for every batch
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.downSince.IsZero() {
+		return
+	}
+	r.down.Store(false)
+	r.log.Info("redis reachable again", "down_for", time.Since(r.downSince).Round(time.Millisecond).String())
+	r.downSince, r.erred = time.Time{}, false
+}
