@@ -89,6 +89,9 @@ type Forwarder struct {
 	repeats *logrepeat.Log
 	// health is whether Redis answers, for the outage's lines (redisdown.go).
 	health *redisHealth
+	// pausedWake carries the topics whose pause changed (keyspace events)
+	// to pausedLoop.
+	pausedWake chan int
 
 	// The background services (loops.go), each in its file.
 	reaper      *reaper
@@ -158,6 +161,7 @@ func New(opt Options) (*Forwarder, error) {
 		draining:   map[slotKey]chan struct{}{},
 	}
 	f.health = newRedisHealth(f.repeats, f.log, opt.redisDownAfter)
+	f.pausedWake = make(chan int, len(opt.Topics))
 	for _, t := range opt.Topics {
 		f.flows = append(f.flows, newFlowTopic(f, t))
 	}
@@ -183,7 +187,8 @@ func (f *Forwarder) buildServices() error {
 	f.limits, errs[5] = newLimitsReader(limitsConfig{Topics: opt.Topics, Flows: f.flows}, f.flowState, f.m, f.log)
 	f.wake, errs[6] = newWakeListener(f.q, opt.KeyPrefix, f.topicIndex, f.wakes, f.stats)
 	f.keyspace, errs[7] = newKeyspaceWatcher(keyspaceConfig{Topics: opt.Topics, KeyPrefix: opt.KeyPrefix, Events: opt.KeyspaceEvents,
-		Recheck: opt.keyspaceRecheck, Lease: opt.Lease, PollInterval: opt.PollInterval, SafetyPoll: opt.KeyspacePollInterval},
+		Recheck: opt.keyspaceRecheck, Lease: opt.Lease, PollInterval: opt.PollInterval, SafetyPoll: opt.KeyspacePollInterval,
+		PausedChanged: f.pausedChanged},
 		f.q, f.m, f.log, f.topicIndex, &f.ks, f.wakes, f.reaps, f.stats)
 	f.ownership, errs[8] = newOwnership(ownershipConfig{Replica: opt.ReplicaID, KeyPrefix: opt.KeyPrefix,
 		Every: opt.HeartbeatInterval, TTL: opt.HeartbeatTTL, SetLive: f.setLive,

@@ -104,6 +104,9 @@ type keyspaceConfig struct {
 	// PollInterval and SafetyPoll are the idle slots' polls without and
 	// with notifications, for the logs.
 	PollInterval, SafetyPoll time.Duration
+	// PausedChanged is told of a topic (its index) whose pause key changed
+	// (modeAll carries hash events): the paused gauge follows at once.
+	PausedChanged func(topic int)
 }
 
 func newKeyspaceWatcher(cfg keyspaceConfig, q *queue.Queue, m *Metrics, log *slog.Logger, topicIndex map[string]int,
@@ -298,6 +301,9 @@ func (w *keyspaceWatcher) keyEvent(ev queue.KeyEvent) {
 	case "zadd", "zincr", "zunionstore", "zinterstore", "zdiffstore", "zrangestore",
 		"rename_to", "restore", "copy_to", "move_to":
 		grew = true
+	}
+	if suffix == ":paused" && w.cfg.PausedChanged != nil {
+		w.cfg.PausedChanged(k.topic)
 	}
 	switch {
 	case !grew:

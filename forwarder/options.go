@@ -79,6 +79,11 @@ type Options struct {
 	// redisDownAfter is how long Redis failures last before one ERROR
 	// (default defaultRedisDownAfter; shorter in tests).
 	redisDownAfter time.Duration
+	// unforwardedInterval is how often the gauge of topics no live replica
+	// forwards is refreshed (default 10 s; tests shorten it): a pass reads
+	// the registry and the replicas, which idle slots must not pay for on
+	// the backlog gauges' shorter interval.
+	unforwardedInterval time.Duration
 }
 
 // Defaults are the values zero Options take: the one place they are
@@ -153,6 +158,7 @@ func (o *Options) defaults() error {
 	setDur(&o.keyspaceRecheck, keyspaceRecheck)
 	setDur(&o.logEvery, logrepeat.DefaultEvery)
 	setDur(&o.redisDownAfter, defaultRedisDownAfter)
+	setDur(&o.unforwardedInterval, 10*time.Second)
 	if o.KeyPrefix == "" {
 		o.KeyPrefix = o.Topics[0].KeyPrefix()
 	}

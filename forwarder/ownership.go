@@ -37,7 +37,11 @@ type ownership struct {
 	// live replicas last applied.
 	lastOK time.Time
 	last   []string
-	passed passes // tests: signalled after each heartbeat applied
+	// beat's own: when this replica last reported the topics it forwards,
+	// and the live replicas then.
+	servedAt   time.Time
+	servedLive []string
+	passed     passes // tests: signalled after each heartbeat applied
 }
 
 // ownershipConfig configures ownership.
@@ -163,11 +167,15 @@ func (o *ownership) beat(ctx context.Context, out chan<- beat) {
 	hctx, cancel := context.WithTimeout(ctx, o.ttl)
 	defer cancel()
 	b.set, b.err = o.q.Heartbeat(hctx, o.prefix, o.replica, o.ttl)
-	if b.err == nil {
-		// Which topics this replica forwards (queue.Forwarding); a failure
-		// is the next beat's to repair.
+	if b.err == nil && (!slices.Equal(b.set.Live, o.servedLive) || time.Since(o.servedAt) >= o.ttl*3/4) {
+		// Which topics this replica forwards (queue.Forwarding): when the
+		// live replicas change, else after three quarters of a TTL (it lives a
+		// TTL), so an idle replica adds no command to most heartbeats. A
+		// failure is the next beat's to repair.
 		if err := o.q.ReportServed(hctx, o.prefix, o.replica, o.topics, b.set.Live, o.ttl); err != nil {
 			o.m.RedisErrs.WithLabelValues("heartbeat").Inc()
+		} else {
+			o.servedAt, o.servedLive = b.sent, b.set.Live
 		}
 	}
 	out <- b

@@ -11,7 +11,7 @@ import (
 // A topic that no live replica forwards (registered by a daemon that is gone,
 // or scheduled to by a producer whose environment names it: queue.Waiting)
 // fills up silently. Every replica counts the due messages of such topics
-// each BacklogInterval (the same number on every replica: alert on the max)
+// every 10 s (the same number on every replica: alert on the max)
 // into delaybridge_unforwarded_due_messages, and logs when a topic becomes
 // unforwarded with messages due.
 
@@ -30,7 +30,7 @@ func (f *Forwarder) unforwardedLoop(ctx context.Context) {
 	shown := map[string]bool{}
 	for {
 		f.refreshUnforwarded(ctx, shown)
-		if !sleep(ctx, f.opt.BacklogInterval, nil) {
+		if !sleep(ctx, f.opt.unforwardedInterval, nil) {
 			return
 		}
 	}

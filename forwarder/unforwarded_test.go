@@ -35,7 +35,7 @@ func TestUnforwardedTopicIsReportedAndCounted(t *testing.T) {
 	}
 	m := NewMetrics(prometheus.NewRegistry())
 	start(t, Options{Queue: q, KeyPrefix: prefix, ReplicaID: "r1", Topics: []Topic{{Topic: orders, Sink: newRecordSink()}},
-		Metrics: m, BacklogInterval: 100 * time.Millisecond})
+		Metrics: m, BacklogInterval: 100 * time.Millisecond, unforwardedInterval: 100 * time.Millisecond})
 	gauge := func(topic string) float64 { return testutil.ToFloat64(m.Unforwarded.WithLabelValues(topic)) }
 	eventually(t, 10*time.Second, "payments 3 and digests 2 unforwarded", func() bool {
 		return gauge("payments") == 3 && gauge("digests") == 2
