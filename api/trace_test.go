@@ -81,7 +81,7 @@ func TestScheduleRequestSpanIsStoredAsTheMessagesParent(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, kv := range s.Attributes() {
-		got[string(kv.Key)] = kv.Value.Emit()
+		got[string(kv.Key)] = kv.Value.String()
 	}
 	if got["http.response.status_code"] != "201" || got["http.route"] != "/v1/topics/{topic}/messages" || got["delaybridge.topic"] != "orders" {
 		t.Errorf("attributes %v", got)

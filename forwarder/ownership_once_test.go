@@ -1,0 +1,49 @@
+package forwarder
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// TestOwnershipRunOnceHeartbeatsAndAppliesTheLiveReplicas: one pass of the
+// ownership service heartbeats, reports the topics this replica forwards,
+// applies the live replicas once, and a second pass with no change applies
+// nothing.
+func TestOwnershipRunOnceHeartbeatsAndAppliesTheLiveReplicas(t *testing.T) {
+	t.Parallel()
+	q, prefix := testRedis(t)
+	ctx := context.Background()
+	var applied [][]string
+	o, err := newOwnership(ownershipConfig{Replica: "a", KeyPrefix: prefix, Every: time.Second, TTL: 5 * time.Second,
+		SetLive: func(_ context.Context, live []string) (int, int, int) {
+			applied = append(applied, live)
+			return 0, 0, 0
+		},
+		Scanning: func() bool { return false }, Topics: []string{"orders"}},
+		q, NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wait := o.runOnce(ctx); wait <= 0 || wait > time.Second {
+		t.Errorf("wait before the next heartbeat %s, want within the interval", wait)
+	}
+	if len(applied) != 1 || !slices.Equal(applied[0], []string{"a"}) {
+		t.Fatalf("live replicas applied %v, want [[a]]", applied)
+	}
+	fw, err := q.Forwarding(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fw.Served["a"]; !slices.Equal(got, []string{"orders"}) {
+		t.Errorf("topics reported for a: %v, want [orders]", got)
+	}
+	o.runOnce(ctx)
+	if len(applied) != 1 {
+		t.Errorf("a second pass with the same live replicas applied them again: %v", applied)
+	}
+}
