@@ -67,6 +67,12 @@ type flowTopic struct {
 	heldRate, heldQueue atomic.Int32
 	heldSeen            atomic.Uint32
 
+	// changed is closed (and replaced) when the limits in force change, so
+	// a slot waiting for permits or for room looks again at once: a rate
+	// lowered or lifted by delaybridge limit must not leave a slot asleep
+	// for the old limit's wait.
+	changed atomic.Pointer[chan struct{}]
+
 	mu      sync.Mutex
 	reading depthReading
 	// since counts the messages claimed on this replica since reading
@@ -84,6 +90,9 @@ type depthReading struct {
 
 func newFlowTopic(f *Forwarder, t Topic) *flowTopic {
 	ft := &flowTopic{f: f, t: t, env: f.opt.Flow[t.Name]}
+	ch := make(chan struct{})
+	ft.changed.Store(&ch)
+	ft.hold.Store(-1)
 	ft.apply(flowstate.Override{})
 	return ft
 }
@@ -99,8 +108,12 @@ func (ft *flowTopic) apply(o flowstate.Override) {
 	if ft.env.HoldQueue == "" {
 		hold = -1 // nowhere to read a depth from
 	}
-	ft.rate.Store(math.Float64bits(rate))
-	ft.hold.Store(int64(hold))
+	old := ft.rate.Swap(math.Float64bits(rate))
+	oldHold := ft.hold.Swap(int64(hold))
+	if old != math.Float64bits(rate) || oldHold != int64(hold) {
+		next := make(chan struct{})
+		close(*ft.changed.Swap(&next))
+	}
 	ft.f.m.RateLimit.WithLabelValues(ft.t.Name).Set(rate)
 }
 
@@ -108,6 +121,9 @@ func (ft *flowTopic) apply(o flowstate.Override) {
 func (ft *flowTopic) limited() bool { return ft.rateNow() > 0 || ft.hold.Load() >= 0 }
 
 func (ft *flowTopic) rateNow() float64 { return math.Float64frombits(ft.rate.Load()) }
+
+// changes is closed when the limits in force next change.
+func (ft *flowTopic) changes() <-chan struct{} { return *ft.changed.Load() }
 
 // depthNow returns a reading of the hold queue no older than depthInterval,
 // asking the sink when the last one is older. Call with ft.mu locked: the

@@ -106,6 +106,7 @@ func (g *gate) flowRoom(ctx context.Context, limit int, wait bool) (n, granted i
 	}()
 	retry := backoff.New(backoff.Policy{Min: acquireRetryMin, Max: acquireRetryMax, Jitter: retryJitter})
 	for {
+		changed := ft.changes() // before the reads: a change after them wakes the wait
 		room, r := ft.holdRoom(ctx, limit)
 		d := depthInterval - time.Since(r.at)
 		reason := heldQueue
@@ -130,7 +131,11 @@ func (g *gate) flowRoom(ctx context.Context, limit int, wait bool) (n, granted i
 			}
 			why, since = reason, g.hold(reason)
 		}
-		if !sleep(ctx, max(d, time.Millisecond), nil) {
+		// The wait is bounded by the next read of the run-time limits, and
+		// a change of limits ends it: a rate lowered, raised or lifted
+		// takes effect within limitsInterval, never after the old limit's
+		// wait (at 1e-9/s it was 31 years).
+		if !sleep(ctx, min(max(d, time.Millisecond), limitsInterval), changed) {
 			return 0, 0, false, false
 		}
 	}

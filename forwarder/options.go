@@ -22,9 +22,10 @@ type Options struct {
 
 	// BatchSize is the most messages claimed per round trip (default 500).
 	BatchSize int
-	// MaxInflightBatches bounds what one slot has claimed and not yet
-	// settled to MaxInflightBatches×BatchSize messages (default 2): a slow
-	// broker slows claiming. Within that bound a slot may have many small
+	// MaxInflightBatches bounds what one slot has claimed and the broker
+	// has not yet confirmed to MaxInflightBatches×BatchSize messages
+	// (default 2): a slow broker slows claiming. A confirmed batch's ack
+	// does not count: the next claim overlaps it. Within that bound a slot may have many small
 	// batches in flight, so a trickle of messages does not wait behind the
 	// confirms of earlier ones.
 	MaxInflightBatches int

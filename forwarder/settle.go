@@ -21,7 +21,10 @@ const maxGroup = 2000
 // acks were half of a steady slot's calls (the steady bench: 2.7 Redis
 // commands per message at 20 ms, 2.1 at 100 ms). They stay in flight
 // meanwhile: a crash in this window costs a duplicate after the lease, never
-// a loss. A claimer waiting for room has them acked at once.
+// a loss. They no longer count against the slot's in-flight cap
+// (MaxInflightBatches counts a batch until its confirm), so the next claim
+// overlaps their ack: with one batch in flight, claim, confirm and ack no
+// longer follow one another.
 const ackDelay = 100 * time.Millisecond
 
 // settleLoop waits for each delivery's answer in order and records the
@@ -71,6 +74,10 @@ func (s *scanner) settleLoop(ctx context.Context, sent <-chan *delivery) {
 		if !d.confirmed() || h.n >= maxGroup {
 			flush()
 		} else {
+			// Confirmed: the batch leaves the in-flight count now and its
+			// ack waits; what is lost or refused stays counted until
+			// recorded (the slot's order after a loss needs that).
+			s.in.settle(h.release(d))
 			h.arm()
 		}
 		d = nil
@@ -80,10 +87,11 @@ func (s *scanner) settleLoop(ctx context.Context, sent <-chan *delivery) {
 // unrecorded are the awaited deliveries not recorded yet: fully confirmed ones
 // wait up to ackDelay to be acked together.
 type unrecorded struct {
-	group  []*delivery
-	n      int // messages in group
-	timer  *time.Timer
-	timing bool // timer runs
+	group    []*delivery
+	n        int // messages in group
+	released int // of n, those already settled in the in-flight count
+	timer    *time.Timer
+	timing   bool // timer runs
 }
 
 func newUnrecorded() *unrecorded {
@@ -105,10 +113,19 @@ func (h *unrecorded) arm() {
 	}
 }
 
-// take empties h and returns what it had and how many messages that is.
+// release marks d's messages, confirmed, as settled in the in-flight count
+// before their ack, and returns how many they are.
+func (h *unrecorded) release(d *delivery) int {
+	n := len(d.b.claimed)
+	h.released += n
+	return n
+}
+
+// take empties h and returns what it had and how many of its messages still
+// count in flight (those not released at their confirm).
 func (h *unrecorded) take() ([]*delivery, int) {
-	group, n := h.group, h.n
-	h.group, h.n = nil, 0
+	group, n := h.group, h.n-h.released
+	h.group, h.n, h.released = nil, 0, 0
 	if h.timing {
 		h.timer.Stop()
 		h.timing = false
