@@ -19,6 +19,9 @@ import (
 // Redis is unreachable; the first success after that (or after any failure
 // logged) writes one INFO "redis reachable again".
 
+// blipUnder is how short a run of failures ends without its INFO line.
+const blipUnder = time.Second
+
 // defaultRedisDownAfter is how long Redis failures last before the ERROR.
 const defaultRedisDownAfter = 30 * time.Second
 
@@ -68,6 +71,10 @@ func (r *redisHealth) ok() {
 		return
 	}
 	r.down.Store(false)
-	r.log.Info("redis reachable again", "down_for", time.Since(r.downSince).Round(time.Millisecond).String())
+	// A blip (one call failed on a connection that was closing while the
+	// next already succeeded) is no outage to announce the end of.
+	if down := time.Since(r.downSince); r.erred || down >= blipUnder {
+		r.log.Info("redis reachable again", "down_for", down.Round(time.Millisecond).String())
+	}
 	r.downSince, r.erred = time.Time{}, false
 }
