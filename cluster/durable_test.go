@@ -195,6 +195,9 @@ func failover(t *testing.T, replicas int) (acked, unconfirmed int, lost []string
 		t.Errorf("WAIT %d: acknowledged %d by the HTTP API, %d confirmed to the AMQP producer: the test did not exercise both", replicas, viaAPI, viaAMQP)
 	}
 	received, scheduled := in.counts(tp)
+	if replicas > 0 && received <= scheduled {
+		t.Errorf("WAIT %d: the intake took %d deliveries and acked %d: it nacked none, the held link did not hold it back", replicas, received, scheduled)
+	}
 	t.Logf("WAIT %d: acknowledged %d (%d by the HTTP API, %d confirmed by RabbitMQ to the intake's producer), told not confirmed %d, on the promoted replica %d, still in RabbitMQ %d, acknowledged and lost %d (%d via the intake); the intake took %d deliveries and acked %d",
 		replicas, len(ackedIDs), viaAPI, viaAMQP, unconfirmed, len(kept), len(inRabbit), len(lost), amqpLost, received, scheduled)
 	return len(ackedIDs), unconfirmed, lost
