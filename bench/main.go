@@ -112,8 +112,9 @@ func (e *envFlag) String() string { return strings.Join(*e, ",") }
 
 func (e *envFlag) Set(v string) error {
 	name, _, ok := strings.Cut(v, "=")
-	if !ok || !(strings.HasPrefix(name, "DELAYBRIDGE_") || name == "GOGC" || name == "GOMAXPROCS" || name == "GOMEMLIMIT") {
-		return errors.New("want DELAYBRIDGE_NAME=value (or GOGC, GOMAXPROCS, GOMEMLIMIT)")
+	if !ok || !(strings.HasPrefix(name, "DELAYBRIDGE_") || strings.HasPrefix(name, "OTEL_") ||
+		name == "GOGC" || name == "GOMAXPROCS" || name == "GOMEMLIMIT") {
+		return errors.New("want DELAYBRIDGE_NAME=value (or OTEL_NAME, GOGC, GOMAXPROCS, GOMEMLIMIT)")
 	}
 	*e = append(*e, v)
 	return nil
@@ -133,7 +134,7 @@ func main() {
 	flag.IntVar(&o.rawWindow, "raw-window", 8000, "unconfirmed messages the raw RabbitMQ publisher keeps in flight")
 	flag.StringVar(&o.dumpDir, "dump", "", "write every message's due time and lateness to <dir>/<scenario>.csv")
 	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the daemon logs (their paths are printed)")
-	flag.Var(&o.daemonEnv, "daemon-env", "extra DELAYBRIDGE_NAME=value (or GOGC, GOMAXPROCS, GOMEMLIMIT) for the daemon (repeatable)")
+	flag.Var(&o.daemonEnv, "daemon-env", "extra DELAYBRIDGE_NAME=value (or OTEL_NAME for tracing, GOGC, GOMAXPROCS, GOMEMLIMIT) for the daemon (repeatable)")
 	steadySlots := flag.Int("steady-slots", 0, "slots of the steady and backlog topic (0: the scenario's default)")
 	backlogFar := flag.Int("backlog-far", 0, "far-future messages waiting in backlog (0: 10,000,000, with -quick 50,000)")
 	markdown := flag.String("markdown", "", "print the results in this results.json as a Markdown table (for docs/performance.md) and exit")
