@@ -109,10 +109,15 @@ func (g *replicaGate) state(want int) Acceptance {
 	return a
 }
 
-// CountReplicas counts the replicas of an INFO replication reply that are
-// online and acknowledged the master within maxLag seconds.
-func CountReplicas(info string, maxLag int) int {
-	n := 0
+// ReplicaLink is one replica as an INFO replication reply of its master
+// shows it (a slaveN line).
+type ReplicaLink struct {
+	IP, Port, State, Lag string // Lag: seconds since it last acknowledged
+}
+
+// ReplicaLinks lists the replicas of an INFO replication reply.
+func ReplicaLinks(info string) []ReplicaLink {
+	var out []ReplicaLink
 	for _, line := range strings.Split(info, "\n") {
 		name, v, ok := strings.Cut(strings.TrimSpace(line), ":")
 		if !ok || !strings.HasPrefix(name, "slave") || strings.Contains(name, "_") {
@@ -123,8 +128,18 @@ func CountReplicas(info string, maxLag int) int {
 			k, val, _ := strings.Cut(kv, "=")
 			f[k] = val
 		}
-		lag, err := strconv.Atoi(f["lag"])
-		if f["state"] == "online" && err == nil && lag <= maxLag {
+		out = append(out, ReplicaLink{IP: f["ip"], Port: f["port"], State: f["state"], Lag: f["lag"]})
+	}
+	return out
+}
+
+// CountReplicas counts the replicas of an INFO replication reply that are
+// online and acknowledged the master within maxLag seconds.
+func CountReplicas(info string, maxLag int) int {
+	n := 0
+	for _, r := range ReplicaLinks(info) {
+		lag, err := strconv.Atoi(r.Lag)
+		if r.State == "online" && err == nil && lag <= maxLag {
 			n++
 		}
 	}

@@ -73,17 +73,8 @@ func waitNote(w config.RedisWait) string {
 // replicaLags lists each replica's address and lag, " (ip:port lag Ns, …)".
 func replicaLags(info string) string {
 	var out []string
-	for _, line := range strings.Split(info, "\n") {
-		name, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "slave") || strings.Contains(name, "_") {
-			continue
-		}
-		f := map[string]string{}
-		for _, kv := range strings.Split(v, ",") {
-			k, val, _ := strings.Cut(kv, "=")
-			f[k] = val
-		}
-		out = append(out, fmt.Sprintf("%s:%s %s lag %ss", f["ip"], f["port"], f["state"], f["lag"]))
+	for _, r := range queue.ReplicaLinks(info) {
+		out = append(out, fmt.Sprintf("%s:%s %s lag %ss", r.IP, r.Port, r.State, r.Lag))
 	}
 	if len(out) == 0 {
 		return ""
