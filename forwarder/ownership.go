@@ -284,4 +284,7 @@ func (o *ownership) leave() {
 		o.log.Warn("could not leave the replica set; the others take its slots when its heartbeat expires",
 			"ttl", o.ttl, "err", err)
 	}
+	if err := o.q.Unserve(ctx, o.prefix, o.replica); err != nil {
+		o.log.Debug("could not drop the report of the topics this replica forwards; it expires with its TTL", "err", err)
+	}
 }

@@ -74,6 +74,15 @@ func (q *Queue) ReportServed(ctx context.Context, prefix, replica string, topics
 	return nil
 }
 
+// Unserve drops replica's report, as it leaves the replica set: the HASH
+// goes with the last report, so a stopped deployment leaves no key behind.
+func (q *Queue) Unserve(ctx context.Context, prefix, replica string) error {
+	if err := q.rdb.HDel(ctx, ServedKey(prefix), replica).Err(); err != nil {
+		return fmt.Errorf("drop the topics %s forwards from %s: %w", replica, ServedKey(prefix), err)
+	}
+	return nil
+}
+
 // Forwarding is which live replica forwards which topic, as the replicas
 // report it (ReportServed).
 type Forwarding struct {
