@@ -139,11 +139,15 @@ const extraEvery1s = 12
 // ms at the consumer (once 78 ms failed this test), the one-off messages'
 // due at the same instants from the same daemon just as much: per instant,
 // the ticks' median less the one-offs' had a median of 0.1-11 ms over six
-// runs. So beyond the absolute bound the ticks pass when they are no more
-// than maxTickOverOneOff later than one-off messages due at the same
-// instant (overOneOffs): a stall of the machine delays both, a delay of the
-// ticks' own shows (a 40 ms sleep in the claim of ticks read 42 and 62 ms
-// and failed).
+// runs. So beyond the absolute bound the ticks pass when they are no later
+// than one-off messages due at the same instant (overOneOffs) by more than
+// maxTickOverOneOff or a third of the one-offs' median lateness, whichever
+// is more: a stall of the machine delays both, and a tick's one step of its
+// own, its verification (a Redis call, as slow as the machine), is one of
+// the four or five steps that wait for a processor: at load average 25,
+// with the ticks' p50 at 146 ms, they were 36 ms later than the one-offs.
+// A delay of the ticks' own shows: a 40 ms sleep in the claim of ticks
+// read 42 and 62 ms and failed.
 const (
 	maxP99            = 50 * time.Millisecond
 	maxP50            = 50 * time.Millisecond
@@ -233,17 +237,18 @@ func TestRecurrencesDeliverEveryTickOnceOnScheduleAndRemoveStopsThem(t *testing.
 	}
 	p := p99(lateness) // sorts lateness
 	p50, worst := lateness[len(lateness)/2], lateness[len(lateness)-1]
-	over, instants := overOneOffs(ticks, oneOffs)
-	t.Logf("%d ticks, lateness p50 %s, p99 %s, max %s; beyond the one-off messages due at the same instant: median %s over %d instants (race detector: %v)",
-		len(lateness), p50, p, worst, over, instants, raceDetector)
+	over, instants, ref := overOneOffs(ticks, oneOffs)
+	allowed := max(maxTickOverOneOff, ref/3)
+	t.Logf("%d ticks, lateness p50 %s, p99 %s, max %s; one-off messages due at the same instants p50 %s; ticks beyond them: median %s over %d instants, allowed %s (race detector: %v)",
+		len(lateness), p50, p, worst, ref, over, instants, allowed, raceDetector)
 	// Beyond the absolute bound, the ticks must be as late as the one-off
 	// messages and no later: the machine, not the ticks, is slow.
-	explained := instants >= 10 && over <= maxTickOverOneOff
+	explained := instants >= 10 && over <= allowed
 	switch {
 	case !raceDetector && p > maxP99 && !explained:
-		t.Errorf("lateness p99 %s, want at most %s, or no more than %s beyond the one-off messages due at the same instant (median %s over %d instants)", p, maxP99, maxTickOverOneOff, over, instants)
+		t.Errorf("lateness p99 %s, want at most %s, or no more than %s beyond the one-off messages due at the same instant (median %s over %d instants)", p, maxP99, allowed, over, instants)
 	case raceDetector && p50 > maxP50 && !explained:
-		t.Errorf("lateness p50 %s under -race, want at most %s, or no more than %s beyond the one-off messages due at the same instant (median %s over %d instants)", p50, maxP50, maxTickOverOneOff, over, instants)
+		t.Errorf("lateness p50 %s under -race, want at most %s, or no more than %s beyond the one-off messages due at the same instant (median %s over %d instants)", p50, maxP50, allowed, over, instants)
 	case raceDetector && worst > maxLateRace:
 		t.Errorf("a tick %s late under -race, want at most %s", worst, maxLateRace)
 	}
@@ -255,30 +260,33 @@ func TestRecurrencesDeliverEveryTickOnceOnScheduleAndRemoveStopsThem(t *testing.
 // overOneOffs is how much later the ticks are than the one-off messages due
 // at the same instant: per instant at which both fell due, the ticks'
 // median lateness less the one-offs', and the median of that over the
-// instants (a stall of the machine at one instant delays both alike).
-func overOneOffs(ticks, oneOffs []tickDelivery) (over time.Duration, instants int) {
-	byDue := func(ds []tickDelivery) map[time.Time][]time.Duration {
-		m := map[time.Time][]time.Duration{}
-		for _, d := range ds {
-			m[d.due] = append(m[d.due], d.at.Sub(d.due))
-		}
-		return m
-	}
+// instants (a stall of the machine at one instant delays both alike). ref
+// is the one-off messages' median lateness.
+func overOneOffs(ticks, oneOffs []tickDelivery) (over time.Duration, instants int, ref time.Duration) {
 	median := func(ds []time.Duration) time.Duration {
+		if len(ds) == 0 {
+			return 0
+		}
 		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 		return ds[len(ds)/2]
 	}
-	ref := byDue(oneOffs)
+	byDue := func(ds []tickDelivery) (map[time.Time][]time.Duration, []time.Duration) {
+		m, all := map[time.Time][]time.Duration{}, []time.Duration{}
+		for _, d := range ds {
+			m[d.due] = append(m[d.due], d.at.Sub(d.due))
+			all = append(all, d.at.Sub(d.due))
+		}
+		return m, all
+	}
+	perRef, all := byDue(oneOffs)
+	perTick, _ := byDue(ticks)
 	var diffs []time.Duration
-	for due, late := range byDue(ticks) {
-		if r, ok := ref[due]; ok {
+	for due, late := range perTick {
+		if r, ok := perRef[due]; ok {
 			diffs = append(diffs, median(late)-median(r))
 		}
 	}
-	if len(diffs) == 0 {
-		return 0, 0
-	}
-	return median(diffs), len(diffs)
+	return median(diffs), len(diffs), median(all)
 }
 
 func TestBrokerCutDeliversOneTickFromInsideThenResumesOnSchedule(t *testing.T) {
