@@ -229,11 +229,19 @@ func (s *servedShare) startOld(id string) *oldReplica {
 	return o
 }
 
-// report makes the old replica report topics from its next beat on.
-func (o *oldReplica) report(topics ...string) {
+// report makes the old replica report topics now and with every beat.
+func (s *servedShare) report(id string, o *oldReplica, topics ...string) {
+	s.t.Helper()
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	o.topics = topics
-	o.mu.Unlock()
+	set, err := s.q.Replicas(context.Background(), s.prefix)
+	if err == nil {
+		err = s.q.ReportServed(context.Background(), s.prefix, id, topics, set.Live, shareTTL)
+	}
+	if err != nil {
+		s.t.Fatal(err)
+	}
 }
 
 func (s *servedShare) stopOld(id string, o *oldReplica) {
@@ -288,15 +296,14 @@ func TestServedTopicSlotsAreSharedOnlyAmongTheReplicasThatForwardIt(t *testing.T
 		t.Errorf("a scans %d digests slots beside a replica without a report, want 4 of 8", n)
 	}
 
-	old.report("orders")
+	s.report("old", old, "orders")
 	moved := s.waitAgree(5*time.Second, "a", "b", "old")
 	if got := s.owns("a")["digests"]; len(got) != 8 {
 		t.Errorf("a scans digests slots %v after the old replica reported orders only, want all 8", got)
 	}
 	t.Logf("the old replica's report moved its digests slots to a in %s (heartbeat every %s)", moved.Round(time.Millisecond), shareEvery)
-	// The old replica writes its report at its next beat and a reads it at
-	// its own (≤ 100 ms each), and the scanners start at once; 2 s is
-	// room for two loaded cores.
+	// a reads the report at its next heartbeat (≤ 100 ms) and the scanners
+	// start at once; 2 s is room for two loaded cores.
 	if moved > 2*time.Second {
 		t.Errorf("a took %s to take the digests slots after the report, want within a few heartbeats", moved)
 	}
