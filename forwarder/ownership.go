@@ -184,45 +184,60 @@ func (o *ownership) beat(ctx context.Context, out chan<- beat) {
 	b := beat{sent: time.Now()}
 	hctx, cancel := context.WithTimeout(ctx, o.ttl)
 	defer cancel()
-	b.set, b.err = o.q.Heartbeat(hctx, o.prefix, o.replica, o.ttl)
-	if b.err == nil {
-		b.fw = o.served(hctx, b)
-	}
+	b.set, b.fw, b.err = o.heartbeat(hctx, b.sent)
 	out <- b
 }
 
-// served reports the topics this replica forwards (queue.Forwarding) when
-// the live replicas change, else after three quarters of a TTL (the report
-// lives a TTL), and returns who forwards what among the live replicas: the
-// report's answer, else one read (an HMGET), so that a report that
-// appears or changes moves the slots at the next heartbeat. An idle
-// heartbeat costs no more commands than before the reports were read (the
-// heartbeat script drops expired replicas only when there are some). A read
-// that fails keeps the reports last read (a replica absent from them counts
-// as forwarding every topic); the next beat repairs it.
-func (o *ownership) served(ctx context.Context, b beat) queue.Forwarding {
-	live := b.set.Live
-	if !slices.Equal(live, o.servedLive) || time.Since(o.servedAt) >= o.ttl*3/4 {
-		fw, err := o.q.ReportServedAndRead(ctx, o.prefix, o.replica, o.topics, live, o.ttl)
+// heartbeat renews this replica's heartbeat and returns the live replicas
+// and who forwards what among them. It reports the topics this replica
+// forwards (queue.ReportServed) when the live replicas change, else after
+// three quarters of a TTL (the report lives a TTL), and has the report's
+// answer then; on the other beats it reads the reports in the heartbeat's
+// round trip (queue.HeartbeatServed: one HGETALL beside the script, which
+// drops expired replicas only when there are some, so an idle beat costs
+// no more commands than before the reports were read). So a report that
+// appears or changes moves the slots at the next heartbeat. A report or a
+// read that fails leaves the reports last read (a replica absent from them
+// counts as forwarding every topic); the next beat repairs it.
+func (o *ownership) heartbeat(ctx context.Context, sent time.Time) (queue.ReplicaSet, queue.Forwarding, error) {
+	var (
+		set     queue.ReplicaSet
+		fw      queue.Forwarding
+		readErr error
+		err     error
+	)
+	due := time.Since(o.servedAt) >= o.ttl*3/4
+	if due {
+		set, err = o.q.Heartbeat(ctx, o.prefix, o.replica, o.ttl)
+	} else {
+		set, fw, readErr, err = o.q.HeartbeatServed(ctx, o.prefix, o.replica, o.ttl)
+	}
+	if err != nil {
+		return set, fw, err
+	}
+	if due || !slices.Equal(set.Live, o.servedLive) {
+		rfw, err := o.q.ReportServedAndRead(ctx, o.prefix, o.replica, o.topics, set.Live, o.ttl)
 		if err == nil {
-			o.servedAt, o.servedLive, o.seen = b.sent, live, fw.Served
-			return fw
+			o.servedAt, o.servedLive, o.seen = sent, set.Live, rfw.Served
+			return set, rfw, nil
 		}
 		o.m.RedisErrs.WithLabelValues("heartbeat").Inc()
+		if due {
+			fw, readErr = o.q.ServedBy(ctx, o.prefix, set.Live)
+		}
 	}
-	fw, err := o.q.ServedBy(ctx, o.prefix, live)
-	if err == nil {
+	if readErr == nil {
 		o.seen = fw.Served
-		return fw
+		return set, fw, nil
 	}
 	o.m.RedisErrs.WithLabelValues("heartbeat").Inc()
-	fw = queue.Forwarding{Live: live, Served: map[string][]string{}}
-	for _, id := range live {
+	fw = queue.Forwarding{Live: set.Live, Served: map[string][]string{}}
+	for _, id := range set.Live {
 		if ts, ok := o.seen[id]; ok {
 			fw.Served[id] = ts
 		}
 	}
-	return fw
+	return set, fw, nil
 }
 
 // nextBeat is the wait before the next heartbeat: the interval, or less when

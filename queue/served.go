@@ -109,6 +109,47 @@ func (q *Queue) ServedBy(ctx context.Context, prefix string, live []string) (For
 	return forwardingOf(live, vals), nil
 }
 
+// HeartbeatServed is Heartbeat that also reads, in the same round trip (a
+// pipeline of the heartbeat script and an HGETALL of ServedKey), who
+// forwards what among the live replicas it returns: a daemon sees a report
+// appear or change at its next heartbeat at no extra wait. err is the
+// heartbeat's; readErr, with err nil, says the reports could not be read
+// (fw is then empty).
+func (q *Queue) HeartbeatServed(ctx context.Context, prefix, id string, ttl time.Duration) (set ReplicaSet, fw Forwarding, readErr, err error) {
+	key := ReplicasKey(prefix)
+	for attempt := 0; ; attempt++ {
+		pipe := q.rdb.Pipeline()
+		hb := heartbeatScript.EvalSha(ctx, pipe, []string{key}, id, ttl.Milliseconds(), flag(false))
+		all := pipe.HGetAll(ctx, ServedKey(prefix))
+		_, _ = pipe.Exec(ctx) // errors are read per command below
+		if err := hb.Err(); attempt == 0 && err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			// A pipeline cannot fall back to EVAL as Script.Run does.
+			if err := heartbeatScript.Load(ctx, q.rdb).Err(); err != nil {
+				return ReplicaSet{}, Forwarding{}, nil, fmt.Errorf("heartbeat %s: load the script: %w", id, err)
+			}
+			continue
+		}
+		res, err := hb.StringSlice()
+		if err != nil {
+			return ReplicaSet{}, Forwarding{}, nil, fmt.Errorf("heartbeat %s in %s: %w", id, key, err)
+		}
+		if set, err = parseReplicaSet(key, res); err != nil {
+			return ReplicaSet{}, Forwarding{}, nil, fmt.Errorf("heartbeat %s: %w", id, err)
+		}
+		served, err := all.Result()
+		if err != nil {
+			return set, Forwarding{}, fmt.Errorf("read the topics the replicas forward in %s: %w", ServedKey(prefix), err), nil
+		}
+		vals := make([]any, len(set.Live))
+		for i, r := range set.Live {
+			if v, ok := served[r]; ok {
+				vals[i] = v
+			}
+		}
+		return set, forwardingOf(set.Live, vals), nil, nil
+	}
+}
+
 // forwardingOf pairs live with their reports (vals[i] is live[i]'s: a
 // string, or nil when it has none).
 func forwardingOf(live []string, vals []any) Forwarding {

@@ -74,9 +74,10 @@ func TestForwardingSharesATopicsSlotsOnlyAmongItsForwarders(t *testing.T) {
 	}
 }
 
-// TestReportServedAndReadAnswersWhatForwardingReads: the report's answer
-// and ServedBy are the reports of the live replicas Forwarding reads, a
-// replica without one absent; the report drops a replica no longer live.
+// TestReportServedAndReadAnswersWhatForwardingReads: the report's answer,
+// ServedBy and HeartbeatServed are the reports of the live replicas
+// Forwarding reads, a replica without one absent; the report drops a
+// replica no longer live.
 func TestReportServedAndReadAnswersWhatForwardingReads(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := redistest.New(t)
@@ -117,7 +118,11 @@ func TestReportServedAndReadAnswersWhatForwardingReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, f := range map[string]Forwarding{"ServedBy": by, "Forwarding": read} {
+	set, hb, readErr, err := q.HeartbeatServed(ctx, prefix, "a", time.Minute)
+	if err != nil || readErr != nil || !slices.Equal(set.Live, got.Live) {
+		t.Fatalf("HeartbeatServed: live %v, %v, %v; want %v", set.Live, readErr, err, got.Live)
+	}
+	for name, f := range map[string]Forwarding{"ServedBy": by, "Forwarding": read, "HeartbeatServed": hb} {
 		if !slices.Equal(f.Live, got.Live) || !maps.EqualFunc(f.Served, want, slices.Equal) {
 			t.Errorf("%s %+v, want the report's answer %+v", name, f, got)
 		}
