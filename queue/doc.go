@@ -39,7 +39,8 @@
 // bound on an envelope's headers and properties that a broker's frame takes);
 // dedup.go (the dedup window: acked ids remembered in a slot's delivered set,
 // so a retried schedule is a duplicate); served.go (which topics each live
-// daemon forwards: a topic no one forwards is never silent), waiting.go
+// daemon forwards: a topic's slots are shared among those that forward it,
+// and a topic no one forwards is never silent), waiting.go
 // (topics scheduled to but registered by no daemon) and zonesuggest.go (the
 // tz name a misspelt zone meant). Flow
 // control's state (rate limits, run-time limits, held and environment reports)
