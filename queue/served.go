@@ -117,37 +117,36 @@ func (q *Queue) ServedBy(ctx context.Context, prefix string, live []string) (For
 // (fw is then empty).
 func (q *Queue) HeartbeatServed(ctx context.Context, prefix, id string, ttl time.Duration) (set ReplicaSet, fw Forwarding, readErr, err error) {
 	key := ReplicasKey(prefix)
-	for attempt := 0; ; attempt++ {
-		pipe := q.rdb.Pipeline()
-		hb := heartbeatScript.EvalSha(ctx, pipe, []string{key}, id, ttl.Milliseconds(), flag(false))
-		all := pipe.HGetAll(ctx, ServedKey(prefix))
-		_, _ = pipe.Exec(ctx) // errors are read per command below
-		if err := hb.Err(); attempt == 0 && err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			// A pipeline cannot fall back to EVAL as Script.Run does.
-			if err := heartbeatScript.Load(ctx, q.rdb).Err(); err != nil {
-				return ReplicaSet{}, Forwarding{}, nil, fmt.Errorf("heartbeat %s: load the script: %w", id, err)
-			}
-			continue
-		}
-		res, err := hb.StringSlice()
-		if err != nil {
-			return ReplicaSet{}, Forwarding{}, nil, fmt.Errorf("heartbeat %s in %s: %w", id, key, err)
-		}
-		if set, err = parseReplicaSet(key, res); err != nil {
-			return ReplicaSet{}, Forwarding{}, nil, fmt.Errorf("heartbeat %s: %w", id, err)
-		}
-		served, err := all.Result()
-		if err != nil {
-			return set, Forwarding{}, fmt.Errorf("read the topics the replicas forward in %s: %w", ServedKey(prefix), err), nil
-		}
-		vals := make([]any, len(set.Live))
-		for i, r := range set.Live {
-			if v, ok := served[r]; ok {
-				vals[i] = v
-			}
-		}
-		return set, forwardingOf(set.Live, vals), nil, nil
+	pipe := q.rdb.Pipeline()
+	hb := heartbeatScript.EvalSha(ctx, pipe, []string{key}, id, ttl.Milliseconds(), flag(false))
+	all := pipe.HGetAll(ctx, ServedKey(prefix))
+	_, _ = pipe.Exec(ctx) // errors are read per command below
+	res, err := hb.StringSlice()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// Redis lost its scripts (a restart, a failover): a pipeline cannot
+		// fall back to EVAL as Script.Run does, and the daemon's ACL grants
+		// no SCRIPT LOAD. Run's EVAL caches the script for the next beat;
+		// this one reads the reports in a second round trip.
+		res, err = heartbeatScript.Run(ctx, q.rdb, []string{key}, id, ttl.Milliseconds(), flag(false)).StringSlice()
+		all = q.rdb.HGetAll(ctx, ServedKey(prefix))
 	}
+	if err != nil {
+		return ReplicaSet{}, Forwarding{}, nil, fmt.Errorf("heartbeat %s in %s: %w", id, key, err)
+	}
+	if set, err = parseReplicaSet(key, res); err != nil {
+		return ReplicaSet{}, Forwarding{}, nil, fmt.Errorf("heartbeat %s: %w", id, err)
+	}
+	served, err := all.Result()
+	if err != nil {
+		return set, Forwarding{}, fmt.Errorf("read the topics the replicas forward in %s: %w", ServedKey(prefix), err), nil
+	}
+	vals := make([]any, len(set.Live))
+	for i, r := range set.Live {
+		if v, ok := served[r]; ok {
+			vals[i] = v
+		}
+	}
+	return set, forwardingOf(set.Live, vals), nil, nil
 }
 
 // forwardingOf pairs live with their reports (vals[i] is live[i]'s: a
