@@ -26,6 +26,9 @@ type batch struct {
 	// skew is Redis's clock minus the local clock at the claim, so lateness
 	// is measured against the clock that decided the message was due.
 	skew time.Duration
+	// clock reads Redis's clock from the local monotonic one (redisClock):
+	// the ticks' gap rule takes the moment of their confirm from it.
+	clock redisClock
 	// epoch is the inflight epoch the claim was made in.
 	epoch uint64
 	// lease is the batch's handle in the scanner's leases, set when it is
@@ -48,6 +51,26 @@ type aheadClaim struct {
 	// leased is the local time the claim set the leases, no later than
 	// Redis did.
 	leased time.Time
+}
+
+// redisClock reads Redis's clock from the local one: redis is Redis's TIME
+// read by a claim, local the local time the claim returned. Redis read it
+// before then, so at local time local+d Redis's clock reads at least
+// redis+d: at is a lower bound of Redis's clock, never ahead of it. The
+// elapsed time comes from the monotonic clock (local is a time.Now), so a
+// step of the local wall clock does not move it; its error is at most the
+// claim's round trip.
+type redisClock struct {
+	redis, local time.Time
+}
+
+// at is Redis's clock (a lower bound) at local time t, a time.Now later than
+// the claim; t itself when c is unset.
+func (c redisClock) at(t time.Time) time.Time {
+	if c.local.IsZero() {
+		return t
+	}
+	return c.redis.Add(t.Sub(c.local))
 }
 
 func (h *aheadClaim) dueBy(m queue.Claimed) time.Time {
@@ -190,7 +213,7 @@ func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *bac
 	if n := len(c.Messages); n > 0 {
 		s.m.Claimed.WithLabelValues(s.topic.Name).Add(float64(n))
 		s.in.add(n)
-		b := batch{claimed: c.Messages, skew: s.skew, epoch: epoch}
+		b := batch{claimed: c.Messages, skew: s.skew, clock: redisClock{redis: c.Now, local: after}, epoch: epoch}
 		*ahead = append(*ahead, aheadClaim{batch: b, msgs: b.claimed, now: c.Now, after: after, leased: before})
 	}
 	return c, true

@@ -26,6 +26,15 @@ type delivery struct {
 	result  func() error
 	results []error       // the sink's answer per message, once awaited
 	spans   *publishSpans // nil unless tracing (trace.go)
+	// ticks: some of members are recurrences' ticks, whose next ticks are
+	// computed from the moment of the sink's answer (the gap rule).
+	ticks bool
+	// came is the local time the sink's answer came, once done is closed;
+	// zero when not stamped (await then takes its own time).
+	came time.Time
+	// answered is when the sink's answer came, on Redis's clock (set by
+	// await): the moment the ticks among msgs were confirmed or refused.
+	answered time.Time
 }
 
 // closed is a done channel for answers known at once.
@@ -72,6 +81,7 @@ func (s *scanner) prepare(b batch) *delivery {
 		}
 		d.msgs = append(d.msgs, m)
 		d.members = append(d.members, c.Member)
+		d.ticks = d.ticks || queue.IsTick(c.Member)
 	}
 	return d
 }
@@ -85,10 +95,29 @@ func (d *delivery) indexID(i int) string {
 	return d.msgs[i].ID
 }
 
-// finish records an answer known without waiting.
+// finish records an answer known without waiting, come now.
 func (d *delivery) finish(err error) {
+	d.came = time.Now()
 	d.done = closed
 	d.result = func() error { return err }
+}
+
+// stampAnswer has the moment the sink's answer comes recorded in d.came,
+// not the moment the settler takes it, which is later while the settler
+// writes earlier answers to Redis: d.done closes once came is set. The
+// goroutine ends with the answer or ctx (the settler's await then ends on
+// ctx too).
+func (d *delivery) stampAnswer(ctx context.Context) {
+	answered, done := d.done, make(chan struct{})
+	d.done = done
+	go func() {
+		select {
+		case <-answered:
+			d.came = time.Now()
+			close(done)
+		case <-ctx.Done():
+		}
+	}()
 }
 
 // start hands d to the sink: a sinks.Starter returns once the batch is sent,
@@ -102,6 +131,9 @@ func (s *scanner) start(ctx context.Context, d *delivery) {
 	d.spans = s.startSpans(d)
 	if st, ok := s.topic.Sink.(sinks.Starter); ok {
 		d.done, d.result = st.Start(ctx, d.msgs)
+		if d.ticks {
+			d.stampAnswer(ctx)
+		}
 		return
 	}
 	err := s.topic.Sink.Publish(ctx, d.msgs)

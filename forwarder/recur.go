@@ -12,9 +12,11 @@ import (
 // dead-lettered like any message. Settling it differs in one step: the
 // script that acknowledges it also writes the recurrence's next tick, and a
 // tick that dies writes its next tick first, so a dead tick never stops its
-// recurrence. Next ticks are computed here, from
-// the tick and Redis's time at settlement (the gap rule: see
-// queue.Schedule.Next).
+// recurrence. Next ticks are computed here, from the tick and Redis's time
+// when the settler had the broker's answer about it (the gap rule: see
+// queue.Schedule.Next), not when the settlement is written: acks wait up to
+// ackDelay to be grouped, and longer while Redis stalls, and a tick
+// confirmed before the next one is due must not skip it.
 
 // deadTicks are the ticks among failures that outs says died: advanced
 // again after the fact (a no-op for those sortOut found final), in case one
@@ -31,10 +33,15 @@ func deadTicks(failures []queue.Failure, outs []queue.Outcome) []string {
 
 // settleTicks writes the next tick of each of ticks: acking them when the
 // broker confirmed them, else only advancing them (their death is recorded
-// after). now is Redis's time.
-func (s *scanner) settleTicks(ctx context.Context, ticks []string, confirmed bool, now time.Time) {
+// after). at is when the settler had each one's answer, on Redis's clock
+// (settlement.tickAt).
+func (s *scanner) settleTicks(ctx context.Context, ticks []string, confirmed bool, at map[string]time.Time) {
 	if len(ticks) == 0 {
 		return
+	}
+	settled := make([]queue.TickAt, len(ticks))
+	for i, m := range ticks {
+		settled[i] = queue.TickAt{Member: m, At: at[m]}
 	}
 	op := "ack"
 	if !confirmed {
@@ -43,7 +50,7 @@ func (s *scanner) settleTicks(ctx context.Context, ticks []string, confirmed boo
 	var st queue.TickSettlement
 	s.redisRetry(ctx, op, func(c context.Context) error {
 		var err error
-		st, err = s.q.SettleTicks(c, s.topic.Topic, s.slot, ticks, confirmed, now)
+		st, err = s.q.SettleTicksAt(c, s.topic.Topic, s.slot, settled, confirmed)
 		return err
 	})
 	if !st.Earliest.IsZero() { // the next tick waits in this slot: its scanner looks again by then

@@ -134,15 +134,22 @@ func (h *unrecorded) take() ([]*delivery, int) {
 }
 
 // await waits for the sink's answer about d (or the end of the drain
-// context) and observes the publish metrics.
+// context), notes when it came on Redis's clock (d.answered) and observes
+// the publish metrics.
 func (s *scanner) await(ctx context.Context, d *delivery) {
 	var err error
+	var answered time.Time
 	select {
 	case <-d.done:
 		err = d.result()
+		answered = d.came
 	case <-ctx.Done():
 		err = fmt.Errorf("wait for broker confirms: %w", ctx.Err())
 	}
+	if answered.IsZero() {
+		answered = time.Now()
+	}
+	d.answered = d.b.clock.at(answered)
 	if len(d.msgs) == 0 || d.unsent {
 		return
 	}
@@ -194,6 +201,11 @@ type settlement struct {
 	// a permanent refusal, an undecodable tick, or the last of maxAttempts.
 	// Their next tick is written before their death (recur.go).
 	final []string
+	// tickAt is, for each tick of the group, when the settler had its
+	// answer (delivery.answered, Redis's clock): its next tick is the first
+	// after then, however long its settlement waits to be written. Nil
+	// when the group has no tick.
+	tickAt map[string]time.Time
 }
 
 // sortOut classifies every message of a group of awaited deliveries, ticks
@@ -207,6 +219,7 @@ func sortOut(group []*delivery, retry backoff.Policy, maxAttempts int) settlemen
 		for _, f := range d.failures {
 			if queue.IsTick(f.Member) {
 				st.final = append(st.final, f.Member) // undecodable: it dies
+				st.answeredAt(f.Member, d)
 			}
 		}
 		if d.unsent {
@@ -236,8 +249,11 @@ func sortOut(group []*delivery, retry backoff.Policy, maxAttempts int) settlemen
 				Permanent: o == outcomePermanent,
 				Reason:    e.Error(),
 			})
-			if queue.IsTick(d.members[i]) && (o == outcomePermanent || d.msgs[i].Attempt >= maxAttempts) {
-				st.final = append(st.final, d.members[i])
+			if queue.IsTick(d.members[i]) {
+				st.answeredAt(d.members[i], d)
+				if o == outcomePermanent || d.msgs[i].Attempt >= maxAttempts {
+					st.final = append(st.final, d.members[i])
+				}
 			}
 		}
 	}
@@ -249,12 +265,21 @@ func sortOut(group []*delivery, retry backoff.Policy, maxAttempts int) settlemen
 func (st *settlement) confirmed(d *delivery, i int) {
 	if queue.IsTick(d.members[i]) {
 		st.ackTicks = append(st.ackTicks, d.members[i])
+		st.answeredAt(d.members[i], d)
 		return
 	}
 	st.acks = append(st.acks, d.members[i])
 	if d.indexed {
 		st.ackIDs = append(st.ackIDs, d.msgs[i].ID)
 	}
+}
+
+// answeredAt notes that tick was answered when d was.
+func (st *settlement) answeredAt(tick string, d *delivery) {
+	if st.tickAt == nil {
+		st.tickAt = map[string]time.Time{}
+	}
+	st.tickAt[tick] = d.answered
 }
 
 // record writes the outcomes of a group of awaited deliveries to Redis:
@@ -273,26 +298,25 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 	for o, n := range st.failed {
 		s.m.Failures.WithLabelValues(s.topic.Name, o.String()).Add(float64(n))
 	}
-	now := time.Now().Add(group[len(group)-1].b.skew) // Redis's clock
-	s.ack(ctx, &st, now)
+	s.ack(ctx, &st)
 	s.release(ctx, st.releases, st.unsent, st.blocked)
-	s.settleTicks(ctx, st.final, false, now)
+	s.settleTicks(ctx, st.final, false, st.tickAt)
 	outs := s.retry(ctx, st.failures, st.noDestination)
 	s.traceDead(group, st.failures, outs)
-	s.settleTicks(ctx, deadTicks(st.failures, outs), false, now)
+	s.settleTicks(ctx, deadTicks(st.failures, outs), false, st.tickAt)
 }
 
 // ack forgets the confirmed members of st; their envelope ids were decoded
 // by prepare (nil on raw topics). Recurrences' ticks among them write their
-// next tick as they go (settleTicks; now is Redis's time).
-func (s *scanner) ack(ctx context.Context, st *settlement, now time.Time) {
+// next tick as they go (settleTicks, from when each was confirmed).
+func (s *scanner) ack(ctx context.Context, st *settlement) {
 	if len(st.acks) > 0 {
 		s.redisRetry(ctx, "ack", func(c context.Context) error {
 			_, err := s.q.AckIDs(c, s.topic.Topic, s.slot, st.acks, st.ackIDs)
 			return err
 		})
 	}
-	s.settleTicks(ctx, st.ackTicks, true, now)
+	s.settleTicks(ctx, st.ackTicks, true, st.tickAt)
 	if n := len(st.acks) + len(st.ackTicks); n > 0 {
 		s.m.Published.WithLabelValues(s.topic.Name).Add(float64(n))
 	}

@@ -208,18 +208,40 @@ type TickSettlement struct {
 // first of its schedule after both the tick and now, so after a gap the
 // recurrence delivers one tick from inside it and continues on schedule. A
 // tick that failed for good (confirmed false) is advanced before it is
-// dead-lettered, so its recurrence goes on.
+// dead-lettered, so its recurrence goes on. SettleTicksAt takes a time per
+// tick.
 func (q *Queue) SettleTicks(ctx context.Context, t Topic, slot int, members []string, confirmed bool, now time.Time) (TickSettlement, error) {
+	ticks := make([]TickAt, len(members))
+	for i, m := range members {
+		ticks[i] = TickAt{Member: m, At: now}
+	}
+	return q.SettleTicksAt(ctx, t, slot, ticks, confirmed)
+}
+
+// TickAt is a tick to settle and the moment its delivery was decided, on
+// Redis's clock: when the broker confirmed it (or refused it for good),
+// not when the settlement is written, which may be much later (acks wait
+// to be grouped, Redis may stall). The gap rule counts the ticks that fell
+// due before At as missed, so a tick confirmed before the next one is due
+// never skips it.
+type TickAt struct {
+	Member string
+	At     time.Time
+}
+
+// SettleTicksAt is SettleTicks with each tick's own settling time: each
+// next tick is the first of its schedule after both the tick and its At.
+func (q *Queue) SettleTicksAt(ctx context.Context, t Topic, slot int, ticks []TickAt, confirmed bool) (TickSettlement, error) {
 	var st TickSettlement
-	if len(members) == 0 {
+	if len(ticks) == 0 {
 		return st, nil
 	}
-	args := make([]any, 0, 1+tickArgs*len(members))
+	args := make([]any, 0, 1+tickArgs*len(ticks))
 	args = append(args, flag(confirmed))
-	skipped := make([]int, 0, len(members))
+	skipped := make([]int, 0, len(ticks))
 	schedules := map[[2]string]Schedule{}
-	for _, m := range members {
-		a, n, err := tickCall(m, now, schedules)
+	for _, tk := range ticks {
+		a, n, err := tickCall(tk.Member, tk.At, schedules)
 		if err != nil {
 			st.Unreadable++
 			st.Err = err
@@ -230,7 +252,7 @@ func (q *Queue) SettleTicks(ctx context.Context, t Topic, slot int, members []st
 	k := t.Keys(slot)
 	res, err := tickScript.Run(ctx, q.rdb, slotKeys(k), args...).Int64Slice()
 	if err != nil {
-		return st, fmt.Errorf("settle %d ticks in %s: %w", len(members), k.Recur, err)
+		return st, fmt.Errorf("settle %d ticks in %s: %w", len(ticks), k.Recur, err)
 	}
 	for i, r := range res {
 		if r != 1 || i >= len(skipped) {
