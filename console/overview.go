@@ -142,9 +142,10 @@ func summarize(l queue.Layout, stats []queue.SlotStats) topicRow {
 	return r
 }
 
-// replicaRows gives each live replica the slots queue.OwnedSlots gives it,
-// the assignment the daemons compute from the same live set, less the
-// topics it does not run (queue.Forwarding.Owned: listed as not run).
+// replicaRows gives each live replica the slots it owns of each topic it
+// forwards, shared among the live replicas that forward the topic: the
+// assignment the daemons compute from the same reports
+// (queue.Forwarding.Owned); a topic it does not run is listed as not run.
 func replicaRows(set queue.ReplicaSet, fw queue.Forwarding, topics []queue.Topic, all bool) []replicaRow {
 	owned := fw.Owned(topics, all)
 	rows := make([]replicaRow, len(set.Live))

@@ -150,23 +150,26 @@ func (ft *flowTopic) depthNow(ctx context.Context) depthReading {
 	return r
 }
 
-// replicas is how many live replicas share the topic's queue budget (at
-// least 1).
-func (f *Forwarder) replicas() int {
+// replicas is how many live replicas share topic's queue budget: those
+// that forward it (at least 1).
+func (f *Forwarder) replicas(topic string) int {
 	if f.opt.AllSlots {
 		return 1
 	}
 	f.assignMu.Lock()
 	defer f.assignMu.Unlock()
-	return max(1, len(f.live))
+	if f.fw == nil {
+		return 1
+	}
+	return max(1, len(f.fw.Forwarders(topic)))
 }
 
 // holdRoom is how many messages a slot of the topic may claim now under
 // the hold-above limit (0: held), at most want. A reading at or below the
 // limit lets the replica claim its share of the room it leaves (the room
-// divided among the live replicas), less what it has claimed or not
-// settled since; when that is used up, one more batch, so the queue
-// exceeds the limit by at most one batch per slot.
+// divided among the live replicas that forward the topic), less what it
+// has claimed or not settled since; when that is used up, one more batch,
+// so the queue exceeds the limit by at most one batch per slot.
 func (ft *flowTopic) holdRoom(ctx context.Context, want int) (int, depthReading) {
 	hold := ft.hold.Load()
 	if hold < 0 {
@@ -178,7 +181,7 @@ func (ft *flowTopic) holdRoom(ctx context.Context, want int) (int, depthReading)
 	if r.err != nil || int64(r.depth) > hold {
 		return 0, r
 	}
-	share := (hold - int64(r.depth)) / int64(ft.f.replicas())
+	share := (hold - int64(r.depth)) / int64(ft.f.replicas(ft.t.Name))
 	left := share - r.unsettled - int64(ft.since)
 	if left <= 0 && ft.since > 0 {
 		return 0, r // the one batch beyond the room is out: wait for a reading

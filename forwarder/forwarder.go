@@ -1,7 +1,8 @@
 // Package forwarder moves due messages from Redis to the sinks: one scanner
 // per owned topic×slot claims batches, publishes them, and acks the confirmed
 // ones, retries or dead-letters the failed ones; a reaper returns expired
-// leases; ownership shares the slots among live replicas.
+// leases; ownership shares a topic's slots among the live replicas that
+// forward it.
 //
 // It guarantees that a claimed message is either confirmed and acked, put
 // back for another attempt, dead-lettered with a reason, or left in flight
@@ -31,7 +32,8 @@
 // limits.go (the run-time limits), wake.go (the queue's wake-ups ring the
 // scanners' alarms) and keyspace.go (Redis keyspace notifications: idle
 // slots sleep until an event instead of polling) and ownership.go (the
-// heartbeat, and the slots this replica owns among the live ones);
+// heartbeat, and the slots this replica owns among the live ones that
+// forward its topics);
 // unforwarded.go (due messages of topics no live replica forwards) and
 // pausedgauge.go (the paused gauge follows pause within a second) are loops
 // of the Forwarder's own. redisdown.go keeps a Redis outage to a few lines.
@@ -111,11 +113,11 @@ type Forwarder struct {
 	draining map[slotKey]chan struct{}
 	scanners sync.WaitGroup // every started scanner, until it drained
 
-	// assignMu guards live and stranded, and orders the changes of the
+	// assignMu guards fw and stranded, and orders the changes of the
 	// owned set that ownership and the stranded search make (reassign).
 	assignMu sync.Mutex
-	live     []string         // the live replicas; nil while unknown or the heartbeat is lost
-	stranded map[slotKey]bool // slots beyond their topic's slot count that hold messages
+	fw       *queue.Forwarding // who forwards what among the live replicas; nil while unknown or the heartbeat is lost
+	stranded map[slotKey]bool  // slots beyond their topic's slot count that hold messages
 }
 
 // slotKey names one topic×slot.

@@ -13,8 +13,10 @@ import (
 	"github.com/delaybridge/delaybridge/queue"
 )
 
-// ownership heartbeats this replica and scans the slots queue.Assign gives
-// it among the live replicas (setLive). A replica that cannot renew its
+// ownership heartbeats this replica, reports the topics it forwards, reads
+// those the other live replicas report, and scans the slots
+// queue.Forwarding.Assign gives it among the live replicas that forward
+// each of its topics (setLive). A replica that cannot renew its
 // heartbeat for a whole TTL stops claiming: the others will have taken its
 // slots over by then. Run runs it (it is not in the services' group: it
 // decides when the replica stops scanning), unless AllSlots.
@@ -28,19 +30,23 @@ type ownership struct {
 	health  *redisHealth
 	every   time.Duration
 	ttl     time.Duration
-	// setLive applies the live replicas (nil: unknown, own nothing);
-	// scanning reports whether any slot is scanned now.
-	setLive  func(ctx context.Context, live []string) (gained, lost, owned int)
+	// setLive applies who forwards what among the live replicas (nil:
+	// unknown, own nothing); scanning reports whether any slot is scanned
+	// now.
+	setLive  func(ctx context.Context, fw *queue.Forwarding) (gained, lost, owned int)
 	scanning func() bool
 
-	// run's own: when the last heartbeat that succeeded was sent, and the
-	// live replicas last applied.
-	lastOK time.Time
-	last   []string
+	// run's own: when the last heartbeat that succeeded was sent, whether
+	// a Forwarding is applied, and the forwarders of each of topics it had
+	// (all that the slots this replica owns depend on).
+	lastOK  time.Time
+	applied bool
+	last    [][]string
 	// beat's own: when this replica last reported the topics it forwards,
-	// and the live replicas then.
+	// the live replicas then, and the reports last read.
 	servedAt   time.Time
 	servedLive []string
+	seen       map[string][]string
 	passed     passes // tests: signalled after each heartbeat applied
 }
 
@@ -50,7 +56,7 @@ type ownershipConfig struct {
 	// Every and TTL are the heartbeat's interval and time to live
 	// (defaults 1 s and 5 s); TTL must exceed Every.
 	Every, TTL time.Duration
-	SetLive    func(ctx context.Context, live []string) (gained, lost, owned int)
+	SetLive    func(ctx context.Context, fw *queue.Forwarding) (gained, lost, owned int)
 	Scanning   func() bool
 	// Topics are the topics this replica forwards, reported with each
 	// heartbeat (queue.ReportServed).
@@ -128,8 +134,9 @@ func (o *ownership) runOnce(ctx context.Context) time.Duration {
 }
 
 // apply acts on one heartbeat's outcome: a failure for a whole TTL stops
-// every scanner, a change of the live replicas reassigns the slots. It
-// returns the wait before the next heartbeat.
+// every scanner; a change in which live replicas forward one of this
+// replica's topics (one joins or leaves, or its report appears or changes)
+// reassigns the slots. It returns the wait before the next heartbeat.
 func (o *ownership) apply(ctx context.Context, b beat) time.Duration {
 	defer o.passed.signal()
 	if b.err != nil {
@@ -137,7 +144,7 @@ func (o *ownership) apply(ctx context.Context, b beat) time.Duration {
 		if time.Since(o.lastOK) >= o.ttl && o.scanning() {
 			o.log.Error("heartbeat lost for a whole TTL; stopping every scanner", "err", b.err)
 			o.setLive(ctx, nil)
-			o.last = nil
+			o.applied, o.last = false, nil
 		} else {
 			o.health.failed("", "heartbeat failed", b.err)
 		}
@@ -146,17 +153,28 @@ func (o *ownership) apply(ctx context.Context, b beat) time.Duration {
 	o.lastOK = b.sent
 	o.health.ok()
 	o.m.Replicas.Set(float64(len(b.set.Live)))
-	if !slices.Equal(b.set.Live, o.last) {
-		gained, lost, owned := o.setLive(ctx, b.set.Live)
+	if key := o.forwarders(b.fw); !o.applied || !slices.EqualFunc(key, o.last, slices.Equal) {
+		gained, lost, owned := o.setLive(ctx, &b.fw)
 		o.log.Info("ownership changed", "replicas", len(b.set.Live), "owned", owned, "gained", gained, "lost", lost)
-		o.last = b.set.Live
+		o.applied, o.last = true, key
 	}
 	return nextBeat(b.set, o.replica, o.every)
+}
+
+// forwarders are the live replicas that forward each of this replica's
+// topics, in the order of topics: the slots it owns follow from them alone.
+func (o *ownership) forwarders(fw queue.Forwarding) [][]string {
+	out := make([][]string, len(o.topics))
+	for i, t := range o.topics {
+		out[i] = fw.Forwarders(t)
+	}
+	return out
 }
 
 // beat is the outcome of one heartbeat.
 type beat struct {
 	set  queue.ReplicaSet
+	fw   queue.Forwarding // who forwards what among set.Live
 	err  error
 	sent time.Time
 }
@@ -166,19 +184,60 @@ func (o *ownership) beat(ctx context.Context, out chan<- beat) {
 	b := beat{sent: time.Now()}
 	hctx, cancel := context.WithTimeout(ctx, o.ttl)
 	defer cancel()
-	b.set, b.err = o.q.Heartbeat(hctx, o.prefix, o.replica, o.ttl)
-	if b.err == nil && (!slices.Equal(b.set.Live, o.servedLive) || time.Since(o.servedAt) >= o.ttl*3/4) {
-		// Which topics this replica forwards (queue.Forwarding): when the
-		// live replicas change, else after three quarters of a TTL (it lives a
-		// TTL), so an idle replica adds no command to most heartbeats. A
-		// failure is the next beat's to repair.
-		if err := o.q.ReportServed(hctx, o.prefix, o.replica, o.topics, b.set.Live, o.ttl); err != nil {
-			o.m.RedisErrs.WithLabelValues("heartbeat").Inc()
-		} else {
-			o.servedAt, o.servedLive = b.sent, b.set.Live
+	b.set, b.fw, b.err = o.heartbeat(hctx, b.sent)
+	out <- b
+}
+
+// heartbeat renews this replica's heartbeat and returns the live replicas
+// and who forwards what among them. It reports the topics this replica
+// forwards (queue.ReportServed) when the live replicas change, else after
+// three quarters of a TTL (the report lives a TTL), and has the report's
+// answer then; on the other beats it reads the reports in the heartbeat's
+// round trip (queue.HeartbeatServed: one HGETALL beside the script, which
+// drops expired replicas only when there are some, so an idle beat costs
+// no more commands than before the reports were read). So a report that
+// appears or changes moves the slots at the next heartbeat. A report or a
+// read that fails leaves the reports last read (a replica absent from them
+// counts as forwarding every topic); the next beat repairs it.
+func (o *ownership) heartbeat(ctx context.Context, sent time.Time) (queue.ReplicaSet, queue.Forwarding, error) {
+	var (
+		set     queue.ReplicaSet
+		fw      queue.Forwarding
+		readErr error
+		err     error
+	)
+	due := time.Since(o.servedAt) >= o.ttl*3/4
+	if due {
+		set, err = o.q.Heartbeat(ctx, o.prefix, o.replica, o.ttl)
+	} else {
+		set, fw, readErr, err = o.q.HeartbeatServed(ctx, o.prefix, o.replica, o.ttl)
+	}
+	if err != nil {
+		return set, fw, err
+	}
+	if due || !slices.Equal(set.Live, o.servedLive) {
+		rfw, err := o.q.ReportServedAndRead(ctx, o.prefix, o.replica, o.topics, set.Live, o.ttl)
+		if err == nil {
+			o.servedAt, o.servedLive, o.seen = sent, set.Live, rfw.Served
+			return set, rfw, nil
+		}
+		o.m.RedisErrs.WithLabelValues("heartbeat").Inc()
+		if due {
+			fw, readErr = o.q.ServedBy(ctx, o.prefix, set.Live)
 		}
 	}
-	out <- b
+	if readErr == nil {
+		o.seen = fw.Served
+		return set, fw, nil
+	}
+	o.m.RedisErrs.WithLabelValues("heartbeat").Inc()
+	fw = queue.Forwarding{Live: set.Live, Served: map[string][]string{}}
+	for _, id := range set.Live {
+		if ts, ok := o.seen[id]; ok {
+			fw.Served[id] = ts
+		}
+	}
+	return set, fw, nil
 }
 
 // nextBeat is the wait before the next heartbeat: the interval, or less when
@@ -195,18 +254,18 @@ func nextBeat(set queue.ReplicaSet, self string, interval time.Duration) time.Du
 	return max(min(until, interval), time.Millisecond)
 }
 
-// setLive records the live replicas (nil: unknown, own nothing) and
-// applies the slots this replica owns among them.
-func (f *Forwarder) setLive(ctx context.Context, live []string) (gained, lost, owned int) {
+// setLive records who forwards what among the live replicas (nil:
+// unknown, own nothing) and applies the slots this replica owns among them.
+func (f *Forwarder) setLive(ctx context.Context, fw *queue.Forwarding) (gained, lost, owned int) {
 	f.assignMu.Lock()
-	f.live = live
+	f.fw = fw
 	f.assignMu.Unlock()
 	return f.reassign(ctx)
 }
 
 // reassign computes the slots this replica owns now (wanted) and starts
-// and stops scanners to match. Ownership calls it when the live replicas
-// change, the stranded search when the stranded slots do.
+// and stops scanners to match. Ownership calls it when the forwarders of
+// its topics change, the stranded search when the stranded slots do.
 func (f *Forwarder) reassign(ctx context.Context) (gained, lost, owned int) {
 	f.assignMu.Lock()
 	defer f.assignMu.Unlock()
@@ -217,9 +276,10 @@ func (f *Forwarder) reassign(ctx context.Context) (gained, lost, owned int) {
 }
 
 // wanted are the slots this replica owns: with AllSlots every slot, else
-// its share among the live replicas (none while they are unknown); and the
-// stranded slots (beyond a topic's slot count), each owned by its
-// rendezvous owner (queue.Owner): they are few and come and go. Needs assignMu.
+// its share among the live replicas that forward each topic (none while
+// they are unknown); and the stranded slots (beyond a topic's slot count),
+// each owned by its rendezvous owner among those replicas
+// (Forwarding.Owner): they are few and come and go. Needs assignMu.
 func (f *Forwarder) wanted() map[slotKey]bool {
 	want := map[slotKey]bool{}
 	switch {
@@ -229,24 +289,25 @@ func (f *Forwarder) wanted() map[slotKey]bool {
 				want[slotKey{ti, s}] = true
 			}
 		}
-	case f.live == nil:
+	case f.fw == nil:
 		return want
 	default:
-		want = f.assign(f.live)
+		want = f.assign(*f.fw)
 	}
 	for k := range f.stranded {
-		if f.opt.AllSlots || queue.Owner(f.live, f.opt.Topics[k.topic].Name, k.slot) == f.opt.ReplicaID {
+		if f.opt.AllSlots || (f.fw != nil && f.fw.Owner(f.opt.Topics[k.topic].Name, k.slot) == f.opt.ReplicaID) {
 			want[k] = true
 		}
 	}
 	return want
 }
 
-// assign returns the slots this replica owns among live (see queue.Assign).
-func (f *Forwarder) assign(live []string) map[slotKey]bool {
+// assign returns the slots this replica owns among the live replicas that
+// forward each topic (see queue.Forwarding.Assign).
+func (f *Forwarder) assign(fw queue.Forwarding) map[slotKey]bool {
 	want := map[slotKey]bool{}
 	for ti, t := range f.opt.Topics {
-		for s, owner := range queue.Assign(live, t.Name, t.SlotCount()) {
+		for s, owner := range fw.Assign(t.Name, t.SlotCount()) {
 			if owner == f.opt.ReplicaID {
 				want[slotKey{ti, s}] = true
 			}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // TestOwnershipRunOnceHeartbeatsAndAppliesTheLiveReplicas: one pass of the
@@ -20,8 +22,8 @@ func TestOwnershipRunOnceHeartbeatsAndAppliesTheLiveReplicas(t *testing.T) {
 	ctx := context.Background()
 	var applied [][]string
 	o, err := newOwnership(ownershipConfig{Replica: "a", KeyPrefix: prefix, Every: time.Second, TTL: 5 * time.Second,
-		SetLive: func(_ context.Context, live []string) (int, int, int) {
-			applied = append(applied, live)
+		SetLive: func(_ context.Context, fw *queue.Forwarding) (int, int, int) {
+			applied = append(applied, fw.Live)
 			return 0, 0, 0
 		},
 		Scanning: func() bool { return false }, Topics: []string{"orders"}},

@@ -29,7 +29,8 @@
 // rules), recur.go (recurrences: set, remove, list) and recurtick.go (tick
 // members and the script that settles a tick and writes the next),
 // tickverify.go (a claimed member is a tick only when its recurrence vouches
-// for it) and tickid.go (the tick id form, reserved for ticks); trace.go (a
+// for it: the Lua the claim script checks that with, DecodeClaimed) and
+// tickid.go (the tick id form, reserved for ticks); trace.go (a
 // producer's W3C trace context, kept as an envelope's headers); durable.go
 // (Durability: what a write must reach before it is acknowledged, the WAIT
 // after it), replicagate.go (how many replicas count, read from INFO
@@ -38,7 +39,8 @@
 // bound on an envelope's headers and properties that a broker's frame takes);
 // dedup.go (the dedup window: acked ids remembered in a slot's delivered set,
 // so a retried schedule is a duplicate); served.go (which topics each live
-// daemon forwards: a topic no one forwards is never silent), waiting.go
+// daemon forwards: a topic's slots are shared among those that forward it,
+// and a topic no one forwards is never silent), waiting.go
 // (topics scheduled to but registered by no daemon) and zonesuggest.go (the
 // tz name a misspelt zone meant). Flow
 // control's state (rate limits, run-time limits, held and environment reports)

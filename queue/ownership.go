@@ -9,7 +9,8 @@ import (
 
 // Which replica owns which slot is a fact of the data model: every replica
 // (and the CLI and the console, to show it) computes it from the live set
-// of the replica heartbeat (replicas.go) and nothing else.
+// of the replica heartbeat (replicas.go) and the topics each live replica
+// reports it forwards (served.go: Forwarding.Assign), and nothing else.
 
 // Assign shares the slots of topic among replicas and returns the owner of
 // each slot ("" for every slot when there are no replicas). Every replica
@@ -112,27 +113,12 @@ func mix(z uint64) uint64 {
 	return z ^ (z >> 31)
 }
 
-// OwnedSlots returns, for each replica of live (in that order), the slots of
-// each topic it owns: Assign's answer from the live set, or every slot when
-// all (every replica scans every slot). A topic a replica owns nothing of
-// maps to an empty list, never nil. The daemons compute the same from the
-// same live set; the CLI and the console show it.
+// OwnedSlots is Forwarding.Owned when no live replica has reported the
+// topics it forwards, so every one of live forwards every topic: for each
+// replica of live (in that order), the slots of each topic it owns, or
+// every slot when all. A topic a replica owns nothing of maps to an empty
+// list, never nil. What the daemons scan, and the CLI and the console show,
+// is Forwarding.Owned over the replicas' reports.
 func OwnedSlots(live []string, topics []Topic, all bool) []map[string][]int {
-	owned := make([]map[string][]int, len(live))
-	for i := range owned {
-		owned[i] = make(map[string][]int, len(topics))
-	}
-	for _, t := range topics {
-		owners := Assign(live, t.Name, t.SlotCount())
-		for i, id := range live {
-			slots := []int{}
-			for slot, owner := range owners {
-				if all || owner == id {
-					slots = append(slots, slot)
-				}
-			}
-			owned[i][t.Name] = slots
-		}
-	}
-	return owned
+	return Forwarding{Live: live}.Owned(topics, all)
 }

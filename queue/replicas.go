@@ -18,19 +18,30 @@ import (
 // ARGV[2] -> time to live, ms
 // ARGV[3] -> "1" to leave the set instead of renewing
 //
-// Expired replicas are dropped first, by Redis's clock. Returns
+// Expired replicas (deadline at or before Redis's clock) are dropped and
+// left out; the ZREMRANGEBYSCORE runs only when one has expired, so an idle
+// heartbeat costs two commands (ZADD, ZRANGE). Returns
 // {now, id1, deadline1, id2, deadline2, …} in deadline order.
 var heartbeatScript = redis.NewScript(allowOOMLua + nowLua + `
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now))
+local nowstr = string.format('%.0f', now)
 if ARGV[3] == '1' then
   redis.call('ZREM', KEYS[1], ARGV[1])
 else
   redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 end
-local out = {string.format('%.0f', now)}
+local out = {nowstr}
+local expired = false
 local live = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
-for i = 1, #live do
-  out[#out + 1] = live[i]
+for i = 1, #live, 2 do
+  if tonumber(live[i + 1]) <= now then
+    expired = true
+  else
+    out[#out + 1] = live[i]
+    out[#out + 1] = live[i + 1]
+  end
+end
+if expired then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', nowstr)
 end
 return out
 `)

@@ -17,15 +17,19 @@ import (
 // silently, until one does. Each daemon therefore reports the topics it
 // forwards with every heartbeat (ReportServed), so the CLI, the API, the
 // console and the daemons' metrics can say which topics no live replica
-// forwards (Forwarding), and replicas does not credit a daemon with slots
-// of a topic it does not run.
+// forwards (Forwarding), and so that a topic's slots are shared only among
+// the live replicas that forward it (Forwarding.Assign): a replica that
+// does not run a topic owns none of its slots, which would otherwise wait
+// for no one until it left.
 //
 // The reports are one HASH beside the replica set (ServedKey), a field per
 // replica; a report counts only while its replica is live (in the replica
 // set), and each report drops the fields of replicas no longer live. A live
 // replica without a report (a daemon older than the report, or one that
 // has not written it yet) is taken to forward every topic: the reports
-// never make a warning out of what they do not know.
+// never make a warning out of what they do not know, and during a rolling
+// upgrade or a start-up such a replica keeps its share of every topic, as
+// before the reports, rather than leave it to no one.
 
 // ServedKey is the HASH replica id → the topics it forwards, comma-separated.
 func ServedKey(prefix string) string {
@@ -35,8 +39,8 @@ func ServedKey(prefix string) string {
 	return prefix + ":replicas:topics"
 }
 
-// servedScript writes one replica's report and drops those of replicas
-// that are not live.
+// servedScript writes one replica's report, drops those of replicas that
+// are not live, and returns the reports of the live ones.
 //
 // KEYS[1] -> served HASH (replica id → topics, comma-separated)
 // ARGV[1] -> replica id
@@ -47,31 +51,115 @@ func ServedKey(prefix string) string {
 // One field per replica, so the sweep is small. Runs on a full Redis
 // (allowOOMLua): it is one small key bounded by the replicas, and a report
 // missing under pressure would only hide a warning. The HASH expires a TTL
-// after the last report, so no daemon left means no key left. Returns 1.
+// after the last report, so no daemon left means no key left. Returns the
+// report of each of ARGV[4…] in that order (nil: none), so the heartbeat
+// that reports needs no other read of the HASH.
 var servedScript = redis.NewScript(allowOOMLua + `
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 local live = {}
 for i = 4, #ARGV do live[ARGV[i]] = true end
 live[ARGV[1]] = true
-for _, r in ipairs(redis.call('HKEYS', KEYS[1])) do
-  if not live[r] then redis.call('HDEL', KEYS[1], r) end
+local all = redis.call('HGETALL', KEYS[1])
+local served = {}
+for i = 1, #all, 2 do
+  if live[all[i]] then
+    served[all[i]] = all[i + 1]
+  else
+    redis.call('HDEL', KEYS[1], all[i])
+  end
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1
+local out = {}
+for i = 4, #ARGV do out[#out + 1] = served[ARGV[i]] or false end
+return out
 `)
 
 // ReportServed records that replica forwards topics, for ttl, and forgets
 // the reports of replicas not in live.
 func (q *Queue) ReportServed(ctx context.Context, prefix, replica string, topics, live []string, ttl time.Duration) error {
+	_, err := q.ReportServedAndRead(ctx, prefix, replica, topics, live, ttl)
+	return err
+}
+
+// ReportServedAndRead is ReportServed that returns who forwards what among
+// live (sorted, as a heartbeat returns them) in the same call.
+func (q *Queue) ReportServedAndRead(ctx context.Context, prefix, replica string, topics, live []string, ttl time.Duration) (Forwarding, error) {
 	args := make([]any, 0, 3+len(live))
 	args = append(args, replica, strings.Join(topics, ","), max(1, ttl.Milliseconds()))
 	for _, id := range live {
 		args = append(args, id)
 	}
-	if err := servedScript.Run(ctx, q.rdb, []string{ServedKey(prefix)}, args...).Err(); err != nil {
-		return fmt.Errorf("report the topics %s forwards in %s: %w", replica, ServedKey(prefix), err)
+	vals, err := servedScript.Run(ctx, q.rdb, []string{ServedKey(prefix)}, args...).Slice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Forwarding{}, fmt.Errorf("report the topics %s forwards in %s: %w", replica, ServedKey(prefix), err)
 	}
-	return nil
+	return forwardingOf(live, vals), nil
+}
+
+// ServedBy reads who forwards what among live, the replicas a heartbeat
+// just returned (one HMGET: what Forwarding reads after the replica set).
+func (q *Queue) ServedBy(ctx context.Context, prefix string, live []string) (Forwarding, error) {
+	if len(live) == 0 {
+		return Forwarding{Live: live, Served: map[string][]string{}}, nil
+	}
+	vals, err := q.rdb.HMGet(ctx, ServedKey(prefix), live...).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Forwarding{}, fmt.Errorf("read the topics the replicas forward in %s: %w", ServedKey(prefix), err)
+	}
+	return forwardingOf(live, vals), nil
+}
+
+// HeartbeatServed is Heartbeat that also reads, in the same round trip (a
+// pipeline of the heartbeat script and an HGETALL of ServedKey), who
+// forwards what among the live replicas it returns: a daemon sees a report
+// appear or change at its next heartbeat at no extra wait. err is the
+// heartbeat's; readErr, with err nil, says the reports could not be read
+// (fw is then empty).
+func (q *Queue) HeartbeatServed(ctx context.Context, prefix, id string, ttl time.Duration) (set ReplicaSet, fw Forwarding, readErr, err error) {
+	key := ReplicasKey(prefix)
+	for attempt := 0; ; attempt++ {
+		pipe := q.rdb.Pipeline()
+		hb := heartbeatScript.EvalSha(ctx, pipe, []string{key}, id, ttl.Milliseconds(), flag(false))
+		all := pipe.HGetAll(ctx, ServedKey(prefix))
+		_, _ = pipe.Exec(ctx) // errors are read per command below
+		if err := hb.Err(); attempt == 0 && err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			// A pipeline cannot fall back to EVAL as Script.Run does.
+			if err := heartbeatScript.Load(ctx, q.rdb).Err(); err != nil {
+				return ReplicaSet{}, Forwarding{}, nil, fmt.Errorf("heartbeat %s: load the script: %w", id, err)
+			}
+			continue
+		}
+		res, err := hb.StringSlice()
+		if err != nil {
+			return ReplicaSet{}, Forwarding{}, nil, fmt.Errorf("heartbeat %s in %s: %w", id, key, err)
+		}
+		if set, err = parseReplicaSet(key, res); err != nil {
+			return ReplicaSet{}, Forwarding{}, nil, fmt.Errorf("heartbeat %s: %w", id, err)
+		}
+		served, err := all.Result()
+		if err != nil {
+			return set, Forwarding{}, fmt.Errorf("read the topics the replicas forward in %s: %w", ServedKey(prefix), err), nil
+		}
+		vals := make([]any, len(set.Live))
+		for i, r := range set.Live {
+			if v, ok := served[r]; ok {
+				vals[i] = v
+			}
+		}
+		return set, forwardingOf(set.Live, vals), nil, nil
+	}
+}
+
+// forwardingOf pairs live with their reports (vals[i] is live[i]'s: a
+// string, or nil when it has none).
+func forwardingOf(live []string, vals []any) Forwarding {
+	f := Forwarding{Live: live, Served: map[string][]string{}}
+	for i, v := range vals {
+		if s, ok := v.(string); ok && i < len(live) {
+			f.Served[live[i]] = strings.FieldsFunc(s, func(r rune) bool { return r == ',' })
+		}
+	}
+	return f
 }
 
 // Unserve drops replica's report, as it leaves the replica set: the HASH
@@ -100,20 +188,7 @@ func (q *Queue) Forwarding(ctx context.Context, prefix string) (Forwarding, erro
 	if err != nil {
 		return Forwarding{}, err
 	}
-	f := Forwarding{Live: set.Live, Served: map[string][]string{}}
-	if len(set.Live) == 0 {
-		return f, nil
-	}
-	vals, err := q.rdb.HMGet(ctx, ServedKey(prefix), set.Live...).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return Forwarding{}, fmt.Errorf("read the topics the replicas forward in %s: %w", ServedKey(prefix), err)
-	}
-	for i, v := range vals {
-		if s, ok := v.(string); ok {
-			f.Served[set.Live[i]] = strings.FieldsFunc(s, func(r rune) bool { return r == ',' })
-		}
-	}
-	return f, nil
+	return q.ServedBy(ctx, prefix, set.Live)
 }
 
 // Forwards reports whether replica forwards topic (true when it has not
@@ -168,16 +243,45 @@ func (q *Queue) WarnUnforwarded(ctx context.Context, t Topic) (string, error) {
 	return w, nil
 }
 
-// Owned is OwnedSlots over f.Live, less the topics a replica does not
-// forward: they are absent from its map, and the slots rendezvous gives it
-// wait for no one.
+// Assign shares the slots of topic among the live replicas that forward it
+// (Forwarders) and returns the owner of each slot (see Assign): a replica
+// that does not run topic owns none of them, so none waits for it, and a
+// live replica that has not reported counts as forwarding every topic, so
+// no slot is left without an owner because a report is missing. The
+// daemons scan what this gives them; the CLI and the console show it.
+func (f Forwarding) Assign(topic string, slots int) []string {
+	return Assign(f.Forwarders(topic), topic, slots)
+}
+
+// Owner is Owner among the live replicas that forward topic: who owns a
+// stranded slot (beyond the topic's slot count).
+func (f Forwarding) Owner(topic string, slot int) string {
+	return Owner(f.Forwarders(topic), topic, slot)
+}
+
+// Owned returns, for each replica of f.Live (in that order), the slots of
+// each topic it owns (f.Assign), or every slot when all (every replica
+// scans every slot). A topic a replica does not forward is absent from its
+// map; one it forwards but owns nothing of maps to an empty list, never nil.
+// The daemons compute the same from the same reports.
 func (f Forwarding) Owned(topics []Topic, all bool) []map[string][]int {
-	owned := OwnedSlots(f.Live, topics, all)
-	for i, id := range f.Live {
-		for _, t := range topics {
+	owned := make([]map[string][]int, len(f.Live))
+	for i := range owned {
+		owned[i] = make(map[string][]int, len(topics))
+	}
+	for _, t := range topics {
+		owners := f.Assign(t.Name, t.SlotCount())
+		for i, id := range f.Live {
 			if !f.Forwards(id, t.Name) {
-				delete(owned[i], t.Name)
+				continue
 			}
+			slots := []int{}
+			for slot, owner := range owners {
+				if all || owner == id {
+					slots = append(slots, slot)
+				}
+			}
+			owned[i][t.Name] = slots
 		}
 	}
 	return owned

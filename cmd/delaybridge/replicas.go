@@ -17,8 +17,10 @@ const replicasUsage = `usage: delaybridge replicas [flags] [TOPIC...]
 Lists the live replicas (those whose heartbeat has not expired by Redis's
 clock), how long ago each last beat, and the slots of every configured topic
 (or the named ones) each owns: the same rendezvous assignment the daemons
-compute from the same live set. With DELAYBRIDGE_OWNERSHIP=all every replica
-scans every slot instead. Below the table, a line per topic with flow
+compute, a topic's slots shared among the live replicas that forward it
+("not run" where a replica's DELAYBRIDGE_TOPICS lacks the topic; a replica
+that has not reported its topics counts as running every one). With
+DELAYBRIDGE_OWNERSHIP=all every replica scans every slot instead. Below the table, a line per topic with flow
 control: the limits in force and, while a replica holds it, why.
 
 Examples:
@@ -113,8 +115,8 @@ func addEnvLimits(rows []replicaRow, topics []queue.Topic, limits []limitsJSON) 
 	}
 }
 
-// replicaRows gives each live replica the slots queue.OwnedSlots gives it,
-// less the topics it does not run (queue.Forwarding.Owned). A
+// replicaRows gives each live replica the slots it owns of each topic it
+// forwards, shared among those that forward it (queue.Forwarding.Owned). A
 // heartbeat sets the deadline to beat + ttl, so its age is now - (deadline -
 // ttl) by Redis's clock.
 func replicaRows(set queue.ReplicaSet, fw queue.Forwarding, topics []queue.Topic, ttl time.Duration, all bool) []replicaRow {
