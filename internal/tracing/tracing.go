@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
@@ -90,9 +89,6 @@ func Check(getenv func(string) string) error {
 	default:
 		errs = append(errs, fmt.Errorf("OTEL_TRACES_SAMPLER=%q: want always_on, always_off, traceidratio or their parentbased_ forms", sampler))
 	}
-	if _, err := batcherEnv(getenv); err != nil {
-		errs = append(errs, err)
-	}
 	return errors.Join(errs...)
 }
 
@@ -106,7 +102,6 @@ func Setup(ctx context.Context, getenv func(string) string, version string) (Tra
 	if !Enabled(getenv) {
 		return Tracing{}, nil
 	}
-	bsp, _ := batcherEnv(getenv) // checked above
 	exp, err := otlptracehttp.New(ctx)
 	if err != nil {
 		return Tracing{}, fmt.Errorf("OTLP trace exporter: %w", err)
@@ -120,9 +115,9 @@ func Setup(ctx context.Context, getenv func(string) string, version string) (Tra
 		return Tracing{}, fmt.Errorf("trace resource (OTEL_RESOURCE_ATTRIBUTES): %w", err)
 	}
 	// The sampler comes from OTEL_TRACES_SAMPLER (checked above); unset,
-	// the SDK's ParentBased(AlwaysSample). The batcher drops spans when its
-	// queue is full: span volume is bounded there and by the sampler, never
-	// by holding a message.
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newBatcher(exp, bsp, otel.Handle)), sdktrace.WithResource(res))
+	// the SDK's ParentBased(AlwaysSample). The batch processor drops spans
+	// when its queue is full: span volume is bounded there and by the
+	// sampler, never by holding a message.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	return Tracing{Provider: tp, sdk: tp}, nil
 }
