@@ -106,10 +106,6 @@ func EncodeEnvelope(m Message) ([]byte, error) {
 	if err := checkHeaderBytes(m.Headers, m.Properties); err != nil {
 		return nil, err
 	}
-	if m.ID == "." || m.ID == ".." {
-		// A URL path cannot name it: the API could never find it again.
-		return nil, invalid("id %q cannot be named in a URL path", m.ID)
-	}
 	out := envelopeOut{ID: m.ID}
 	out.Headers, out.HeadersB64 = splitHeaders(m.Headers)
 	out.RoutingKey, out.KeyB64 = splitKey(m.RoutingKey, m.EmptyKey)

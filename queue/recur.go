@@ -159,6 +159,9 @@ func (r Recurrence) encode() (string, Schedule, error) {
 	if err := CheckID(r.ID); err != nil {
 		return "", Schedule{}, err
 	}
+	if err := checkPathID(r.ID); err != nil {
+		return "", Schedule{}, err
+	}
 	if err := CheckNewZone(r.Zone); err != nil {
 		return "", Schedule{}, err
 	}
