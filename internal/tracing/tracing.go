@@ -51,6 +51,17 @@ func (t Tracing) Shutdown(ctx context.Context) error {
 	return nil
 }
 
+// ForceFlush exports the spans ended so far (nothing when tracing is off).
+func (t Tracing) ForceFlush(ctx context.Context) error {
+	if t.sdk == nil {
+		return nil
+	}
+	if err := t.sdk.ForceFlush(ctx); err != nil {
+		return fmt.Errorf("flush spans: %w", err)
+	}
+	return nil
+}
+
 // Enabled reports whether the variables getenv reads turn tracing on.
 func Enabled(getenv func(string) string) bool {
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
@@ -102,7 +113,7 @@ func Setup(ctx context.Context, getenv func(string) string, version string) (Tra
 	if !Enabled(getenv) {
 		return Tracing{}, nil
 	}
-	exp, err := otlptracehttp.New(ctx)
+	exp, err := newExporter(ctx, otlptracehttp.NewClient())
 	if err != nil {
 		return Tracing{}, fmt.Errorf("OTLP trace exporter: %w", err)
 	}
