@@ -88,7 +88,7 @@ func (s *scanner) startSpans(d *delivery) *publishSpans {
 		attrs = append(attrs[:batch],
 			attribute.String("messaging.message.id", m.ID),
 			attribute.Int(AttrAttempt, m.Attempt),
-			attribute.String(AttrDue, m.Due.UTC().Format(time.RFC3339Nano)),
+			attribute.String(AttrDue, formatDue(m.Due)),
 			attribute.Int64(AttrLateness, redisNow.Sub(m.Due).Milliseconds()))
 		var ctx context.Context
 		var span trace.Span
@@ -113,6 +113,47 @@ func (s *scanner) startSpans(d *delivery) *publishSpans {
 		w3c.Inject(ctx, propagation.MapCarrier(m.Headers))
 	}
 	return ps
+}
+
+// formatDue is t.UTC().Format(time.RFC3339Nano) without the layout's
+// interpretation: every publish span carries its message's due time, and
+// the general formatter cost a tenth of the span's own CPU.
+func formatDue(t time.Time) string {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.Format(time.RFC3339Nano)
+	}
+	hour, minute, sec := t.Clock()
+	var b [len("2006-01-02T15:04:05.999999999Z")]byte
+	put := func(at, v, width int) {
+		for i := at + width - 1; i >= at; i-- {
+			b[i] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	put(0, year, 4)
+	b[4] = '-'
+	put(5, int(month), 2)
+	b[7] = '-'
+	put(8, day, 2)
+	b[10] = 'T'
+	put(11, hour, 2)
+	b[13] = ':'
+	put(14, minute, 2)
+	b[16] = ':'
+	put(17, sec, 2)
+	n := 19
+	if ns := t.Nanosecond(); ns != 0 {
+		b[19] = '.'
+		put(20, ns, 9)
+		n = 29
+		for b[n-1] == '0' {
+			n--
+		}
+	}
+	b[n] = 'Z'
+	return string(b[:n+1])
 }
 
 // end ends every span at the broker's answer: an error's span has status
