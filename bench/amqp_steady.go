@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"strings"
@@ -31,7 +32,19 @@ const steadyLead = 1500 * time.Millisecond
 
 func (e *env) steady(ctx context.Context, name string, far int) (Scenario, error) {
 	s := e.o.sizes
-	n := s.steadyRate * int(s.steadyFor/time.Second)
+	return e.steadyThrough(ctx, name, far, s.steadyFor, nil, func(r *Scenario, target rabbitTarget, n int) error {
+		return e.steadyAgainstRaw(ctx, r, target, n, s.steadyRate, far)
+	})
+}
+
+// steadyThrough is steady traffic for steadyFor through one daemon, whose
+// environment has extra on top of the topic's variables (nil: none; the
+// -daemon-env variables still win), then, while the scenario's exchange and
+// queue still exist, after (nil: nothing). It stops the daemon before after.
+func (e *env) steadyThrough(ctx context.Context, name string, far int, steadyFor time.Duration, extra map[string]string,
+	after func(r *Scenario, target rabbitTarget, n int) error) (Scenario, error) {
+	s := e.o.sizes
+	n := s.steadyRate * int(steadyFor/time.Second)
 	r := Scenario{Messages: n, Ceiling: float64(s.steadyRate)}
 	prefix, target, drop, err := e.space(name)
 	if err != nil {
@@ -47,7 +60,9 @@ func (e *env) steady(ctx context.Context, name string, far int) (Scenario, error
 		}
 	}
 
-	d, err := startDaemon(ctx, e, amqpVars(prefix, target, s.steadySlots), s.steadySlots)
+	vars := amqpVars(prefix, target, s.steadySlots)
+	maps.Copy(vars, extra)
+	d, err := startDaemon(ctx, e, vars, s.steadySlots)
 	if err != nil {
 		return r, err
 	}
@@ -91,8 +106,10 @@ func (e *env) steady(ctx context.Context, name string, far int) (Scenario, error
 	c.RedisBytes = farBytes
 	fmt.Fprintf(os.Stderr, "   per message: daemon %.1f µs CPU, redis %.1f µs CPU, %.2f redis commands\n", c.DaemonCPUus, c.RedisCPUus, c.RedisCmds)
 
-	if err := e.steadyAgainstRaw(ctx, &r, target, n, s.steadyRate, far); err != nil {
-		return r, err
+	if after != nil {
+		if err := after(&r, target, n); err != nil {
+			return r, err
+		}
 	}
 	return r, nil
 }

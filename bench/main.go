@@ -199,8 +199,8 @@ type Report struct {
 }
 
 // defaultRun is what -run runs unless told otherwise: every scenario of
-// issue #15's targets.
-const defaultRun = "steady,burst,burst-spread,burst-harness,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall,rate-limited,rate-limit-cost,api,fairness,recurring"
+// issue #15's targets, and those of later issues' (tracing: #41).
+const defaultRun = "steady,tracing,burst,burst-spread,burst-harness,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall,rate-limited,rate-limit-cost,api,fairness,recurring"
 
 // scenarios in the order they run.
 var scenarios = []struct {
@@ -208,6 +208,7 @@ var scenarios = []struct {
 	run  func(context.Context, *env) (Scenario, error)
 }{
 	{"steady", runSteady},
+	{"tracing", runTracing},
 	{"burst", runBurst},
 	{"burst-spread", runBurstSpread},
 	{"burst-harness", runBurstHarness},

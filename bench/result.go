@@ -72,6 +72,8 @@ type Scenario struct {
 	Trickle *TrickleResult `json:"trickle,omitempty"`
 	// RateLimitCost is rate-limit-cost's unlimited and limited runs.
 	RateLimitCost *RateLimitCost `json:"rate_limit_cost,omitempty"`
+	// Tracing is the tracing scenario's runs, off and on.
+	Tracing *TracingCost `json:"tracing,omitempty"`
 	// RedisScriptCalls is the script calls (EVALSHA, EVAL) Redis ran during
 	// the window; Batches the batches the daemon published (its
 	// publish_duration_seconds count), where measured.
@@ -142,6 +144,7 @@ func printTable(w io.Writer, rs []Scenario) {
 			r.Early, r.Lost, r.Duplicates, r.DaemonCPU, float64(r.DaemonRSS)/(1<<20), r.RedisCmds, r.RedisCalls)
 	}
 	tw.Flush()
+	defer printTracing(w, rs)
 	defer printRateLimitCost(w, rs)
 	defer printCosts(w, rs)
 	for _, r := range rs {
@@ -205,5 +208,6 @@ func printMarkdown(w io.Writer, path string) error {
 	}
 	printCostsMarkdown(w, rep)
 	printRateLimitCostMarkdown(w, rep)
+	printTracingMarkdown(w, rep)
 	return nil
 }
