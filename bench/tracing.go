@@ -17,18 +17,12 @@ import (
 const tracingRounds = 3
 
 // tracingFor is how long each of tracing's runs lets messages fall due:
-// steady's quick size (3 s, 6,000 messages) with -quick; 10 s (20,000
-// messages) at full size, where steady's 15 s would make the six runs (each
-// with its daemon's start and stop, and the lead and drain around the
-// traffic, about 6 s more) take 2.1 minutes instead of 1.6: 10 s already
-// divides the counter's 10 ms resolution and the fixed costs of a run by
-// three times quick's messages.
-func tracingFor(o options) time.Duration {
-	if o.quick {
-		return o.sizes.steadyFor
-	}
-	return min(o.sizes.steadyFor, 10*time.Second)
-}
+// steady's, 3 s (6,000 messages) with -quick and 15 s (30,000) at full size,
+// so that the off runs are steady's runs and compare with its row. A run
+// costs about 2 s more than that (its daemon's start and stop, the lead
+// before the first message and the drain after the last): the six runs take
+// about 30 s with -quick and 1.7 minutes at full size on the 2-core VM.
+func tracingFor(o options) time.Duration { return o.sizes.steadyFor }
 
 // tracingVars decide whether a daemon traces: set for every daemon (by the
 // bench's own environment, which the daemons inherit, or by -daemon-env,
@@ -119,7 +113,7 @@ func (e *env) tracingRun(ctx context.Context, sink *otlpSink, round int, traced 
 		Lateness: one.Lateness, Early: one.Early, Lost: one.Lost, Duplicates: one.Duplicates, DaemonRSS: one.DaemonRSS,
 		Exports: got.Requests, ExportBytes: got.Bytes, Spans: got.Spans}
 	if p := one.PerMessage; p != nil {
-		run.DaemonCPUus, run.RedisCPUus = p.DaemonCPUus, p.RedisCPUus
+		run.DaemonCPUus, run.RedisCPUus, run.RedisCmds = p.DaemonCPUus, p.RedisCPUus, p.RedisCmds
 	}
 	label := fmt.Sprintf("round %d, tracing %s", round, onOff(traced))
 	var notes []string
@@ -194,6 +188,7 @@ type TracingRun struct {
 	DaemonCPU   float64  `json:"daemon_cpu_s"`
 	DaemonCPUus float64  `json:"daemon_cpu_us"`
 	RedisCPUus  float64  `json:"redis_cpu_us"`
+	RedisCmds   float64  `json:"redis_cmds"`
 	Lateness    Lateness `json:"lateness_ms"`
 	Early       int      `json:"early"`
 	Lost        int      `json:"lost"`
@@ -268,7 +263,8 @@ func (r *Scenario) tracingVerdict(tc *TracingCost, steady *Scenario) {
 	r.Lateness = Lateness{P50: med(func(t TracingRun) float64 { return t.Lateness.P50 }), P99: tc.OnP99,
 		P999: med(func(t TracingRun) float64 { return t.Lateness.P999 }), Max: med(func(t TracingRun) float64 { return t.Lateness.Max })}
 	r.DaemonCPU = med(func(t TracingRun) float64 { return t.DaemonCPU })
-	r.PerMessage = &Costs{Messages: r.Messages, DaemonCPUus: tc.OnDaemonCPUus, RedisCPUus: med(func(t TracingRun) float64 { return t.RedisCPUus })}
+	r.PerMessage = &Costs{Messages: r.Messages, DaemonCPUus: tc.OnDaemonCPUus, RedisCPUus: med(func(t TracingRun) float64 { return t.RedisCPUus }),
+		RedisCmds: med(func(t TracingRun) float64 { return t.RedisCmds })}
 	r.Notes = append(r.Notes, fmt.Sprintf("the row is tracing on (OTEL_TRACES_SAMPLER=%s, OTLP/HTTP to the bench): medians of its %d runs, each lateness percentile on its own; off's medians: daemon %.1f µs/msg, p99 %.1f ms",
 		tc.Sampler, len(on), tc.OffDaemonCPUus, tc.OffP99))
 	if steady != nil && steady.PerMessage != nil && steady.Messages == r.Messages {
