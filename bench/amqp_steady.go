@@ -88,18 +88,7 @@ func (e *env) steadyThrough(ctx context.Context, name string, far int, steadyFor
 	all := tr.wait(last.Add(2*time.Minute), 20*time.Second)
 	w.end(ctx, &r)
 	stop()
-	out := tr.outcome()
-	out.fill(&r)
-	e.dump(name, tr)
-	if out.received > 0 {
-		r.Throughput = perSecond(float64(out.received), out.lastRecv.Sub(t0))
-		r.Ratio = ratio(r.Throughput, r.Ceiling)
-	}
-	if !all {
-		r.Notes = append(r.Notes, fmt.Sprintf("only %d of %d arrived", out.received, n))
-	}
-	r.Notes = append(r.Notes, d.failures()...)
-	r.Notes = append(r.Notes, d.histograms())
+	e.steadyOutcome(&r, name, tr, d, t0, all)
 	fmt.Fprintf(os.Stderr, "   delaybridge: %.0f msg/s, p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms\n", r.Throughput, r.Lateness.P50, r.Lateness.P99, r.Lateness.P999)
 	d.finish(e.o.keepLogs)
 	c := r.costs(n)
@@ -112,6 +101,23 @@ func (e *env) steadyThrough(ctx context.Context, name string, far int, steadyFor
 		}
 	}
 	return r, nil
+}
+
+// steadyOutcome fills r from what tr received of messages due from t0 on,
+// all reporting whether every one arrived, and from the daemon's notes.
+func (e *env) steadyOutcome(r *Scenario, name string, tr *tracker, d *daemon, t0 time.Time, all bool) {
+	out := tr.outcome()
+	out.fill(r)
+	e.dump(name, tr)
+	if out.received > 0 {
+		r.Throughput = perSecond(float64(out.received), out.lastRecv.Sub(t0))
+		r.Ratio = ratio(r.Throughput, r.Ceiling)
+	}
+	if !all {
+		r.Notes = append(r.Notes, fmt.Sprintf("only %d of %d arrived", out.received, r.Messages))
+	}
+	r.Notes = append(r.Notes, d.failures()...)
+	r.Notes = append(r.Notes, d.histograms())
 }
 
 // produceSteady writes message i of n, due at dueOf(i), steadyLead before
