@@ -225,6 +225,9 @@ func readmeDecisions() []readmeDecision {
 		},
 		want: []string{"daily-digest", "Europe/Berlin", "ping  id=hb@", "x-delaybridge-recurrence=hb"},
 	}, {
+		first:  "checkout         POST /orders",
+		notRun: "a drawing of one trace (request, delay, publish, consumer), not a command; e2e/trace_test.go checks such a trace against Jaeger",
+	}, {
 		first: "bin/delaybridge dead list orders",
 		script: func(r *readmeRun, lines []string) []string {
 			// The test's: a dead order-42 to repair. The quick start
