@@ -119,9 +119,14 @@ func (s *Sink) send(ctx context.Context, b *batch, msgs []sinks.Message) {
 		}
 		if err := sess.ch.Publish(p.id.exchange, p.id.key, true, false, pub); err != nil {
 			// Only a closing channel or connection refuses a publish: the
-			// watcher settles these with the close's reason.
-			sess.tr.remove(tag) // unless the close already settled it
-			s.parkRest(sess, slab, b, msgs, i)
+			// watcher settles these with the close's reason. p keeps its
+			// size (parkRest builds the rest without one): a write cut
+			// by the broker's close over this message's frame leaves it
+			// the largest, the one blamed, not the messages behind it.
+			if sess.tr.remove(tag) { // unless the close already settled it
+				sess.tr.park(p)
+			}
+			s.parkRest(sess, slab, b, msgs, i+1)
 			return
 		}
 	}
