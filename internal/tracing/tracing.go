@@ -1,6 +1,6 @@
 // Package tracing sets up the daemon's OpenTelemetry tracer provider from
 // the standard OTEL_* environment variables: an OTLP exporter (HTTP/protobuf)
-// behind a batch span processor, the sampler of OTEL_TRACES_SAMPLER
+// behind a batch span processor (OTEL_BSP_*), the sampler of OTEL_TRACES_SAMPLER
 // (default parentbased_always_on, so a producer's sampled flag decides) and
 // the resource of OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES (service name
 // "delaybridge" when unset).
@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
@@ -100,6 +101,9 @@ func Check(getenv func(string) string) error {
 	default:
 		errs = append(errs, fmt.Errorf("OTEL_TRACES_SAMPLER=%q: want always_on, always_off, traceidratio or their parentbased_ forms", sampler))
 	}
+	if _, err := readBatchConfig(getenv); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -113,6 +117,7 @@ func Setup(ctx context.Context, getenv func(string) string, version string) (Tra
 	if !Enabled(getenv) {
 		return Tracing{}, nil
 	}
+	batch, _ := readBatchConfig(getenv) // checked above
 	exp, err := newExporter(ctx, otlptracehttp.NewClient())
 	if err != nil {
 		return Tracing{}, fmt.Errorf("OTLP trace exporter: %w", err)
@@ -126,9 +131,9 @@ func Setup(ctx context.Context, getenv func(string) string, version string) (Tra
 		return Tracing{}, fmt.Errorf("trace resource (OTEL_RESOURCE_ATTRIBUTES): %w", err)
 	}
 	// The sampler comes from OTEL_TRACES_SAMPLER (checked above); unset,
-	// the SDK's ParentBased(AlwaysSample). The batch processor drops spans
-	// when its queue is full: span volume is bounded there and by the
-	// sampler, never by holding a message.
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	// the SDK's ParentBased(AlwaysSample). The batcher drops spans when its
+	// queue is full: span volume is bounded there and by the sampler, never
+	// by holding a message.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newBatcher(exp, batch, otel.Handle)), sdktrace.WithResource(res))
 	return Tracing{Provider: tp, sdk: tp}, nil
 }
