@@ -70,6 +70,8 @@ type scanner struct {
 	reaps   *reapSchedule
 	wakes   *wakeups
 	repeats *logrepeat.Log
+	// spans is what the slot's publish spans share (trace.go's kit).
+	spans *spanKit
 }
 
 // scannerConfig is what a scanner uses of the Options.

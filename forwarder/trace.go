@@ -2,6 +2,7 @@ package forwarder
 
 import (
 	"context"
+	"encoding/hex"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -59,16 +60,46 @@ type publishSpans struct {
 	one [1]trace.Span
 }
 
+// spanKit is what a scanner's publish spans share, built at its first
+// delivery: the same for every batch, it costs nothing per message. Only
+// the scanner's claim loop uses it.
+type spanKit struct {
+	name string
+	// attrs holds the batch's attributes, then each message's: reused, as
+	// the SDK copies them into the span.
+	attrs []attribute.KeyValue
+	opts  []trace.SpanStartOption
+}
+
+// kit is the scanner's spanKit.
+func (s *scanner) kit() *spanKit {
+	if s.spans != nil {
+		return s.spans
+	}
+	dest := s.cfg.Tracing.Destinations[s.topic.Name]
+	k := &spanKit{name: "send " + dest.Name, attrs: make([]attribute.KeyValue, 0, publishAttrs+1)}
+	k.attrs = append(k.attrs,
+		attribute.String("messaging.system", dest.System),
+		attribute.String("messaging.destination.name", dest.Name),
+		attribute.String("messaging.operation.type", "send"),
+		attribute.Int(AttrSlot, s.slot))
+	s.spans = k
+	return k
+}
+
+// kitBatchAttrs is how many of spanKit.attrs are the batch's.
+const kitBatchAttrs = 4
+
 // startSpans starts a producer span per message of d, each a child of the
 // trace context its envelope carries (a recurrence's tick: a new trace
 // linked to the recurrence's context), and writes the span's traceparent
 // into the message's headers in place of the producer's, so the consumer's
 // span is its child. It returns nil, doing nothing, when tracing is off.
 //
-// Its cost is per message (docs/performance.md): what is the same for the
-// whole batch (the start options, the destination's attributes, the span's
-// name) is built once, and the attributes are set on the started span from
-// one reused slice, so that the SDK copies them once. (The samplers the
+// Its cost is per message (docs/performance.md): what is the same for
+// every batch is the scanner's spanKit, what is the same for the batch is
+// built once, and the attributes are set on the started span from one
+// reused slice, so that the SDK copies them once. (The samplers the
 // daemon configures, OTEL_TRACES_SAMPLER's, do not read attributes.) A
 // delivered message's span has publishAttrs attributes, no more: the SDK
 // deduplicates a span's attributes through a map when it ends, and a map of
@@ -81,18 +112,10 @@ func (s *scanner) startSpans(d *delivery) *publishSpans {
 	if tr.Tracer == nil || len(d.msgs) == 0 {
 		return nil
 	}
-	dest := tr.Destinations[s.topic.Name]
-	name := "send " + dest.Name
+	k := s.kit()
 	redisNow := d.began.Add(d.b.skew)
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer), trace.WithTimestamp(d.began)}
-	attrs := make([]attribute.KeyValue, 0, publishAttrs+1)
-	attrs = append(attrs,
-		attribute.String("messaging.system", dest.System),
-		attribute.String("messaging.destination.name", dest.Name),
-		attribute.String("messaging.operation.type", "send"),
-		attribute.Int(AttrSlot, s.slot))
-	batch := len(attrs)
-	ps := &publishSpans{}
+	k.opts = append(k.opts[:0], trace.WithSpanKind(trace.SpanKindProducer), trace.WithTimestamp(d.began))
+	ps := &d.spanStore
 	if len(d.msgs) == 1 {
 		ps.spans = ps.one[:]
 	} else {
@@ -101,34 +124,55 @@ func (s *scanner) startSpans(d *delivery) *publishSpans {
 	for i := range d.msgs {
 		m := &d.msgs[i]
 		parent := w3c.Extract(context.Background(), propagation.MapCarrier(m.Headers))
-		attrs = append(attrs[:batch],
+		attrs := append(k.attrs[:kitBatchAttrs],
 			attribute.String("messaging.message.id", m.ID),
 			attribute.Int(AttrAttempt, m.Attempt),
 			attribute.String(AttrDue, formatDue(m.Due)),
 			attribute.Int64(AttrLateness, redisNow.Sub(m.Due).Milliseconds()))
-		var ctx context.Context
 		var span trace.Span
 		if rec := m.Headers[queue.HeaderRecurrence]; rec != "" {
 			// A tick starts its own trace: one trace per recurrence would
 			// never end.
-			tick := append(opts[:len(opts):len(opts)], trace.WithNewRoot())
+			tick := append(k.opts[:len(k.opts):len(k.opts)], trace.WithNewRoot())
 			if sc := trace.SpanContextFromContext(parent); sc.IsValid() {
 				tick = append(tick, trace.WithLinks(trace.Link{SpanContext: sc}))
 			}
 			attrs = append(attrs, attribute.String(AttrRecurring, rec))
-			ctx, span = tr.Tracer.Start(parent, name, tick...)
+			_, span = tr.Tracer.Start(parent, k.name, tick...)
 		} else {
-			ctx, span = tr.Tracer.Start(parent, name, opts...)
+			_, span = tr.Tracer.Start(parent, k.name, k.opts...)
 		}
 		span.SetAttributes(attrs...)
 		ps.spans[i] = span
 		if m.Headers == nil {
 			m.Headers = make(map[string]string, 2)
 		}
-		delete(m.Headers, queue.HeaderTraceState)
-		w3c.Inject(ctx, propagation.MapCarrier(m.Headers))
+		setTraceContext(m.Headers, span.SpanContext())
 	}
 	return ps
+}
+
+// setTraceContext writes sc into headers as W3C trace context, as
+// propagation.TraceContext's Inject does (a test holds them equal), in place
+// of the trace context headers held (an invalid sc leaves the traceparent
+// held): the traceparent formatted into one string without a builder.
+func setTraceContext(headers map[string]string, sc trace.SpanContext) {
+	delete(headers, queue.HeaderTraceState)
+	if !sc.IsValid() {
+		return
+	}
+	if ts := sc.TraceState(); ts.Len() > 0 {
+		headers[queue.HeaderTraceState] = ts.String()
+	}
+	var b [len("00-") + 32 + 1 + 16 + 1 + 2]byte
+	tid, sid := sc.TraceID(), sc.SpanID()
+	copy(b[:], "00-")
+	hex.Encode(b[3:35], tid[:])
+	b[35] = '-'
+	hex.Encode(b[36:52], sid[:])
+	b[52] = '-'
+	hex.Encode(b[53:55], []byte{byte(sc.TraceFlags() & (trace.FlagsSampled | trace.FlagsRandom))})
+	headers[queue.HeaderTraceParent] = string(b[:])
 }
 
 // formatDue is t.UTC().Format(time.RFC3339Nano) without the layout's
