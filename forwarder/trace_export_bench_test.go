@@ -3,6 +3,7 @@ package forwarder
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -33,7 +34,7 @@ func BenchmarkPublishSpansExported(b *testing.B) {
 	ctx := context.Background()
 	b.Run("exporter=daemon", func(b *testing.B) {
 		b.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", srv.URL+"/v1/traces") // the OTLP client reads the process's variables
-		tr, err := tracing.Setup(ctx, os.Getenv, "bench")
+		tr, err := tracing.Setup(ctx, os.Getenv, "bench", slog.New(slog.DiscardHandler))
 		if err != nil {
 			b.Fatal(err)
 		}

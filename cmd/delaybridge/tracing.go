@@ -26,7 +26,7 @@ const tracerName = "github.com/delaybridge/delaybridge"
 // exports spans. A bad variable is a configuration error (exit 2).
 func setupTracing(ctx context.Context, s stdio, log *slog.Logger) (tracing.Tracing, int) {
 	otel.SetTextMapPropagator(tracing.Propagator)
-	tr, err := tracing.Setup(ctx, os.Getenv, version)
+	tr, err := tracing.Setup(ctx, os.Getenv, version, log)
 	if err != nil {
 		fmt.Fprintf(s.err, "delaybridge: bad configuration:\n  %v\n", err)
 		return tr, exitConfig

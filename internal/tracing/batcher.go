@@ -79,8 +79,7 @@ func readBatchConfig(getenv func(string) string) (batchConfig, error) {
 type batcher struct {
 	exp sdktrace.SpanExporter
 	cfg batchConfig
-	// handle reports what went wrong exporting: otel.Handle, the SDK's
-	// error handler (the daemon's logs).
+	// handle reports what went wrong exporting (the daemon's log).
 	handle func(error)
 
 	mu      sync.Mutex

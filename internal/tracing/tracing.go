@@ -16,10 +16,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
@@ -109,8 +109,9 @@ func Check(getenv func(string) string) error {
 
 // Setup builds the tracer provider the variables ask for (see the package
 // comment); the exporter reads its own variables (endpoint, headers,
-// timeout, compression). version is the service.version attribute.
-func Setup(ctx context.Context, getenv func(string) string, version string) (Tracing, error) {
+// timeout, compression). version is the service.version attribute; log
+// gets the spans that could not be exported or were dropped.
+func Setup(ctx context.Context, getenv func(string) string, version string, log *slog.Logger) (Tracing, error) {
 	if err := Check(getenv); err != nil {
 		return Tracing{}, err
 	}
@@ -134,6 +135,8 @@ func Setup(ctx context.Context, getenv func(string) string, version string) (Tra
 	// the SDK's ParentBased(AlwaysSample). The batcher drops spans when its
 	// queue is full: span volume is bounded there and by the sampler, never
 	// by holding a message.
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newBatcher(exp, batch, otel.Handle)), sdktrace.WithResource(res))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newBatcher(exp, batch, func(err error) {
+		log.Warn("tracing: spans lost", "err", err)
+	})), sdktrace.WithResource(res))
 	return Tracing{Provider: tp, sdk: tp}, nil
 }

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -27,7 +28,7 @@ func TestTracingIsOffUnlessAnEndpointOrOTLPExporterIsSet(t *testing.T) {
 			t.Errorf("Enabled(%v) = %v, want %v", tc.vars, got, tc.on)
 		}
 	}
-	tr, err := Setup(context.Background(), env(nil), "test")
+	tr, err := Setup(context.Background(), env(nil), "test", slog.New(slog.DiscardHandler))
 	if err != nil || tr.Provider != nil || tr.Shutdown(context.Background()) != nil {
 		t.Errorf("Setup without variables: %+v, %v; want no provider", tr, err)
 	}
@@ -48,7 +49,7 @@ func TestBadVariablesAreReportedByName(t *testing.T) {
 	if err := Check(env(map[string]string{"OTEL_TRACES_SAMPLER": "sometimes"})); err == nil || !strings.Contains(err.Error(), "OTEL_TRACES_SAMPLER") {
 		t.Errorf("unknown sampler: %v", err)
 	}
-	tr, err := Setup(context.Background(), env(map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}), "test")
+	tr, err := Setup(context.Background(), env(map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}), "test", slog.New(slog.DiscardHandler))
 	if err != nil || tr.Provider == nil {
 		t.Fatalf("Setup with OTEL_TRACES_EXPORTER=otlp: %v", err)
 	}
