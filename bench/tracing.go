@@ -13,15 +13,18 @@ import (
 	"time"
 )
 
-// tracingRounds is how many times tracing measures off and on.
-const tracingRounds = 3
+// tracingRounds is how many times tracing measures off and on: one
+// round's difference moves by ±5 µs on the 2-core VM (the scheduler's
+// spinning, the garbage collector's timing), so the median of 5 rather
+// than 3.
+const tracingRounds = 5
 
 // tracingFor is how long each of tracing's runs lets messages fall due:
 // steady's, 3 s (6,000 messages) with -quick and 15 s (30,000) at full size,
 // so that the off runs are steady's runs and compare with its row. A run
 // costs about 2 s more than that (its daemon's start and stop, the lead
-// before the first message and the drain after the last): the six runs take
-// about 30 s with -quick and 1.7 minutes at full size on the 2-core VM.
+// before the first message and the drain after the last): the ten runs take
+// about 50 s with -quick and 2.8 minutes at full size on the 2-core VM.
 func tracingFor(o options) time.Duration { return o.sizes.steadyFor }
 
 // tracingVars decide whether a daemon traces: set for every daemon (by the
