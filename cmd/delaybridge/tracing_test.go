@@ -31,28 +31,22 @@ func TestScheduleCommandStoresTheTraceparentOfItsEnvironment(t *testing.T) {
 }
 
 func TestTracingVariablesThatCannotWorkExitTwo(t *testing.T) {
-	t.Setenv("OTEL_TRACES_EXPORTER", "zipkin")
-	t.Cleanup(func() { otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator()) })
-	var errOut strings.Builder
-	s := stdio{in: strings.NewReader(""), out: io.Discard, err: &errOut}
-	if _, code := setupTracing(t.Context(), s, slog.New(slog.DiscardHandler)); code != exitConfig {
-		t.Errorf("exit %d, want %d", code, exitConfig)
-	}
-	if got := errOut.String(); !strings.Contains(got, "OTEL_TRACES_EXPORTER") {
-		t.Errorf("stderr %q does not name the variable", got)
-	}
-}
-
-func TestABadBatchProcessorVariableExitsTwo(t *testing.T) {
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
-	t.Setenv("OTEL_BSP_MAX_QUEUE_SIZE", "-1")
-	t.Cleanup(func() { otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator()) })
-	var errOut strings.Builder
-	s := stdio{in: strings.NewReader(""), out: io.Discard, err: &errOut}
-	if _, code := setupTracing(t.Context(), s, slog.New(slog.DiscardHandler)); code != exitConfig {
-		t.Errorf("exit %d, want %d", code, exitConfig)
-	}
-	if got := errOut.String(); !strings.Contains(got, "OTEL_BSP_MAX_QUEUE_SIZE") {
-		t.Errorf("stderr %q does not name the variable", got)
+	for _, tc := range []struct{ name, value string }{
+		{"OTEL_TRACES_EXPORTER", "zipkin"},
+		{"OTEL_BSP_MAX_QUEUE_SIZE", "-1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+			t.Setenv(tc.name, tc.value)
+			t.Cleanup(func() { otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator()) })
+			var errOut strings.Builder
+			s := stdio{in: strings.NewReader(""), out: io.Discard, err: &errOut}
+			if _, code := setupTracing(t.Context(), s, slog.New(slog.DiscardHandler)); code != exitConfig {
+				t.Errorf("exit %d, want %d", code, exitConfig)
+			}
+			if got := errOut.String(); !strings.Contains(got, tc.name) {
+				t.Errorf("stderr %q does not name %s", got, tc.name)
+			}
+		})
 	}
 }
