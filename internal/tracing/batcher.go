@@ -21,61 +21,42 @@ type batchConfig struct {
 	maxBatch int           // OTEL_BSP_MAX_EXPORT_BATCH_SIZE: spans per export
 }
 
-// batchVars are the OTEL_BSP_* variables, each with its default.
-var batchVars = []struct {
-	name string
-	def  int
-	ms   bool
-}{
-	{"OTEL_BSP_SCHEDULE_DELAY", 5000, true},
-	{"OTEL_BSP_EXPORT_TIMEOUT", 30000, true},
-	{"OTEL_BSP_MAX_QUEUE_SIZE", 2048, false},
-	{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512, false},
-}
-
-// readBatchConfig reads the OTEL_BSP_* variables: every bad one is an
-// error naming it. A batch larger than the queue is the queue, as in the
-// SDK.
+// readBatchConfig reads the OTEL_BSP_* variables, the SDK's defaults where
+// unset: every bad one is an error naming it. A batch larger than the
+// queue is the queue, as in the SDK.
 func readBatchConfig(getenv func(string) string) (batchConfig, error) {
-	var v [4]int
 	var errs []error
-	for i, bv := range batchVars {
-		v[i] = bv.def
-		s := strings.TrimSpace(getenv(bv.name))
+	positive := func(name string, def int, unit string) int {
+		s := strings.TrimSpace(getenv(name))
 		if s == "" {
-			continue
+			return def
 		}
 		n, err := strconv.Atoi(s)
-		switch {
-		case err != nil || n <= 0:
-			unit := "a positive number"
-			if bv.ms {
-				unit += " of milliseconds"
-			}
-			errs = append(errs, fmt.Errorf("%s=%q: want %s", bv.name, s, unit))
-		default:
-			v[i] = n
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a positive number%s", name, s, unit))
+			return def
 		}
+		return n
 	}
+	const ms = " of milliseconds"
 	cfg := batchConfig{
-		delay:    time.Duration(v[0]) * time.Millisecond,
-		timeout:  time.Duration(v[1]) * time.Millisecond,
-		maxQueue: v[2],
-		maxBatch: min(v[3], v[2]),
+		delay:    time.Duration(positive("OTEL_BSP_SCHEDULE_DELAY", 5000, ms)) * time.Millisecond,
+		timeout:  time.Duration(positive("OTEL_BSP_EXPORT_TIMEOUT", 30000, ms)) * time.Millisecond,
+		maxQueue: positive("OTEL_BSP_MAX_QUEUE_SIZE", 2048, ""),
+		maxBatch: positive("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512, ""),
 	}
+	cfg.maxBatch = min(cfg.maxBatch, cfg.maxQueue)
 	return cfg, errors.Join(errs...)
 }
 
 // batcher is the daemon's span processor: the SDK's batch span processor's
 // contract (OTEL_BSP_*: spans exported in batches of at most maxBatch, at
 // the latest delay after they end, dropped when maxQueue wait already)
-// without its cost per span. The SDK's processor hands each ended span to
-// its goroutine through a channel, which wakes that goroutine once per
-// span: on steady traffic, a message at a time, that wake-up was most of
-// the kernel time tracing added per message (docs/performance.md). Here an
-// ended span is appended to a slice under a lock, and the exporting
-// goroutine wakes when a batch is full, when the delay has passed, or to
-// flush.
+// at less cost per span. The SDK's processor hands each ended span to its
+// goroutine through a channel; here an ended span is appended to a slice
+// under a lock, and the exporting goroutine wakes when a batch is full,
+// when the delay has passed, or to flush (processor and export: 2.7 → 1.7
+// µs per message in the daemon's profile, docs/performance.md).
 type batcher struct {
 	exp sdktrace.SpanExporter
 	cfg batchConfig
