@@ -26,7 +26,7 @@ type delivery struct {
 	result  func() error
 	results []error       // the sink's answer per message, once awaited
 	spans   *publishSpans // nil unless tracing (trace.go)
-	// spanStore is what spans points to: one allocation less per batch.
+	// spanStore is what spans points to: no allocation of its own.
 	spanStore publishSpans
 	// ticks: some of members are recurrences' ticks, whose next ticks are
 	// computed from the moment of the sink's answer (the gap rule).

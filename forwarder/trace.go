@@ -56,7 +56,7 @@ var w3c = propagation.TraceContext{}
 type publishSpans struct {
 	spans []trace.Span
 	// one holds spans for a delivery of one message, steady traffic's
-	// usual batch: one allocation instead of two.
+	// usual batch: no allocation for it.
 	one [1]trace.Span
 }
 
@@ -65,10 +65,11 @@ type publishSpans struct {
 // the scanner's claim loop uses it.
 type spanKit struct {
 	name string
-	// attrs holds the batch's attributes, then each message's: reused, as
-	// the SDK copies them into the span.
-	attrs []attribute.KeyValue
-	opts  []trace.SpanStartOption
+	// attrs holds the slot's attributes (the first slotAttrs), then each
+	// message's: reused, as the SDK copies them into the span.
+	attrs     []attribute.KeyValue
+	slotAttrs int
+	opts      []trace.SpanStartOption
 }
 
 // kit is the scanner's spanKit.
@@ -83,12 +84,10 @@ func (s *scanner) kit() *spanKit {
 		attribute.String("messaging.destination.name", dest.Name),
 		attribute.String("messaging.operation.type", "send"),
 		attribute.Int(AttrSlot, s.slot))
+	k.slotAttrs = len(k.attrs)
 	s.spans = k
 	return k
 }
-
-// kitBatchAttrs is how many of spanKit.attrs are the batch's.
-const kitBatchAttrs = 4
 
 // startSpans starts a producer span per message of d, each a child of the
 // trace context its envelope carries (a recurrence's tick: a new trace
@@ -124,7 +123,7 @@ func (s *scanner) startSpans(d *delivery) *publishSpans {
 	for i := range d.msgs {
 		m := &d.msgs[i]
 		parent := w3c.Extract(context.Background(), propagation.MapCarrier(m.Headers))
-		attrs := append(k.attrs[:kitBatchAttrs],
+		attrs := append(k.attrs[:k.slotAttrs],
 			attribute.String("messaging.message.id", m.ID),
 			attribute.Int(AttrAttempt, m.Attempt),
 			attribute.String(AttrDue, formatDue(m.Due)),
