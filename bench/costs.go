@@ -170,6 +170,9 @@ func printCostsMarkdown(w io.Writer, rep Report) {
 		"| --- | --- | --- | --- | --- |")
 }
 
+// markdownRow is cells as a Markdown table row.
+func markdownRow(cells []string) string { return "| " + strings.Join(cells, " | ") + " |" }
+
 // markdownTable prints rows under header and its alignment line, after a
 // blank line; nothing when there are no rows.
 func markdownTable(w io.Writer, rows []string, header, align string) {

@@ -154,7 +154,7 @@ func printRateLimitCostMarkdown(w io.Writer, rep Report) {
 		if c := r.RateLimitCost; c != nil {
 			var rows []string
 			for _, row := range c.rows() {
-				rows = append(rows, "| "+strings.Join(row[:], " | ")+" |")
+				rows = append(rows, markdownRow(row[:]))
 			}
 			markdownTable(w, rows, "| "+r.Name+" | unlimited | limited | limited / unlimited |", "| --- | ---: | ---: | ---: |")
 		}

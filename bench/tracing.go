@@ -326,7 +326,7 @@ func printTracingMarkdown(w io.Writer, rep Report) {
 		if tc := r.Tracing; tc != nil {
 			var rows []string
 			for _, row := range tc.rows() {
-				rows = append(rows, "| "+strings.Join(row, " | ")+" |")
+				rows = append(rows, markdownRow(row))
 			}
 			align := "| --- | --- |" + strings.Repeat(" ---: |", len(tracingHeader)-2)
 			markdownTable(w, rows, "| "+r.Name+" "+strings.Join(tracingHeader, " | ")+" |", align)
