@@ -30,19 +30,20 @@ const slotBatchMax = 256
 // KEYS            -> slotKeys
 // ARGV[1]         -> wake channel ("" publishes nothing)
 // ARGV[2]         -> wake payload before the score ("<topic>\n<slot>\n")
-// ARGV[3+4k]      -> member k
-// ARGV[4+4k]      -> envelope id of member k ("" for a raw member)
-// ARGV[5+4k]      -> "at" or "in"
-// ARGV[6+4k]      -> score (ms) for "at", delay (ms) from Redis's TIME for "in"
+// ARGV[3]         -> "1": the topic has a dedup window (see putLua)
+// ARGV[4+4k]      -> member k
+// ARGV[5+4k]      -> envelope id of member k ("" for a raw member)
+// ARGV[6+4k]      -> "at" or "in"
+// ARGV[7+4k]      -> score (ms) for "at", delay (ms) from Redis's TIME for "in"
 //
 // Returns one {score, replaced} per member (replaced 3: a duplicate, not
 // written), or {bad score, -1} for a member refused.
 var scheduleBatchScript = growScript(nowLua, scoreLua, idsLua, forgetLua, putLua, `
 local out, first, firstn = {}, nil, nil
-for i = 3, #ARGV, 4 do
+for i = 4, #ARGV, 4 do
   local score, bad = score_of(ARGV[i + 2], ARGV[i + 3])
   if score then
-    local r = put(ARGV[i], ARGV[i + 1], score)
+    local r = put(ARGV[i], ARGV[i + 1], score, ARGV[3])
     out[#out + 1] = {score, r}
     local n = tonumber(score)
     if r ~= 3 and (not firstn or n < firstn) then first, firstn = score, n end
@@ -81,10 +82,10 @@ func (q *Queue) ScheduleBatch(ctx context.Context, t Topic, items []Item) ([]Rec
 
 // ScheduleEach schedules many messages of t, each on its own account:
 // errs[i] is nil when item i is scheduled (receipts[i] says how), else why it
-// is not. An item's own fault wraps ErrInvalidEnvelope, ErrNotEnvelope or
-// ErrBadDueTime, and leaves the other items to be written; any other error is
-// Redis's or the registry's (ErrLayoutMismatch), and retrying the item is
-// safe (the same member or id replaces itself).
+// is not. An item's own fault wraps ErrInvalidEnvelope, ErrNotEnvelope,
+// ErrTooLarge or ErrBadDueTime, and leaves the other items to be written;
+// any other error is Redis's or the registry's (ErrLayoutMismatch), and
+// retrying the item is safe (the same member or id replaces itself).
 //
 // The items of one slot go in one script call per up to 256 of them, in
 // order (a later item with the same member or id wins), and every call of a
@@ -113,6 +114,10 @@ func (t Topic) prepare(items []Item) ([]put, []error) {
 	puts := make([]put, len(items))
 	errs := make([]error, len(items))
 	for i, it := range items {
+		if err := t.checkSize(len(it.Message.Body)); err != nil {
+			errs[i] = err
+			continue
+		}
 		member, err := t.Encode(it.Message)
 		if err != nil {
 			errs[i] = err
@@ -207,7 +212,7 @@ func (t Topic) batchCalls(puts []put, errs []error) (calls []scriptCall, owners 
 			channel, prefix := t.wakeArgs(slot)
 			c = len(calls)
 			open[slot] = c
-			calls = append(calls, scriptCall{keys: slotKeys(t.Keys(slot)), args: []any{channel, prefix}})
+			calls = append(calls, scriptCall{keys: slotKeys(t.Keys(slot)), args: []any{channel, prefix, flag(t.dedupMillis() > 0)}})
 			owners = append(owners, nil)
 		}
 		calls[c].args = append(calls[c].args, p.receipt.Member, p.envID, p.mode, p.value)

@@ -102,7 +102,7 @@ func TestScheduleBatchScriptRefusesOnlyTheItemWhoseDueTimeCannotBeHonoured(t *te
 	t.Parallel()
 	f := newFixture(t, FormatRaw, 1)
 	channel, prefix := f.tp.wakeArgs(0)
-	call := scriptCall{keys: slotKeys(f.tp.Keys(0)), args: []any{channel, prefix,
+	call := scriptCall{keys: slotKeys(f.tp.Keys(0)), args: []any{channel, prefix, "0",
 		"ok", "", "in", "1000",
 		"too-far", "", "in", "9007199254740993",
 	}}

@@ -46,6 +46,10 @@ type Topic struct {
 	// set it, since the schedule scripts consult what the acks remembered.
 	// 0 remembers nothing.
 	DedupWindow time.Duration
+	// MaxMessageSize is the largest body a schedule of t accepts, in bytes
+	// (ErrTooLarge past it, nothing written); 0: no limit. The daemon's
+	// configuration sets DefaultMaxMessageSize unless told otherwise.
+	MaxMessageSize int
 }
 
 // SlotKeys are the Redis keys of one topic×slot. They share one hash tag.

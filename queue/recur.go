@@ -119,6 +119,9 @@ func (q *Queue) SetRecurrence(ctx context.Context, t Topic, r Recurrence) (time.
 }
 
 func (q *Queue) setRecurrence(ctx context.Context, t Topic, r Recurrence, now time.Time) (time.Time, error) {
+	if err := t.checkSize(len(r.Message.Body)); err != nil {
+		return time.Time{}, fmt.Errorf("set recurrence %q: %w", r.ID, err)
+	}
 	r.Message = withTrace(ctx, r.Message) // every tick links to it
 	rest, s, err := r.encode()
 	if err != nil {

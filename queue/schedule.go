@@ -48,9 +48,12 @@ end
 // entry moves to the index (see idsLua). An id the delivered set still
 // knows (a later "until" than now: see ackScript) is a duplicate: nothing is
 // written and put returns 3; an entry whose time has passed is dropped as
-// the id is scheduled. Needs nowLua, forgetLua and idsLua.
+// the id is scheduled. With dedup "1" (a topic with a dedup window), an id
+// in flight (claimed, published or waiting for its ack) is a duplicate as
+// well: it is being delivered, and a retry of it is that one delivery.
+// Needs nowLua, forgetLua and idsLua.
 const putLua = `
-local function put(m, id, score)
+local function put(m, id, score, dedup)
   local replaced = 0
   if id == '' then
     if redis.call('ZSCORE', sched, m) then replaced = 1 end
@@ -60,7 +63,13 @@ local function put(m, id, score)
       if tonumber(known) > now then return 3 end
       redis.call('ZREM', deliv, id)
     end
-    for _, old in ipairs(lookup(id)) do
+    local olds = lookup(id)
+    if dedup == '1' then
+      for _, old in ipairs(olds) do
+        if redis.call('ZSCORE', inflight, old) then return 3 end
+      end
+    end
+    for _, old in ipairs(olds) do
       if redis.call('ZREM', sched, old) == 1 and replaced == 0 then replaced = 1 end
       if redis.call('ZREM', inflight, old) == 1 then replaced = 2 end
       forget(old)
@@ -84,6 +93,7 @@ end
 // ARGV[4] -> score (ms) for "at", delay (ms) from Redis's TIME for "in"
 // ARGV[5] -> wake channel ("" publishes nothing)
 // ARGV[6] -> wake payload before the score ("<topic>\n<slot>\n")
+// ARGV[7] -> "1": the topic has a dedup window (an id in flight is a duplicate)
 //
 // Returns {score, replaced}; replaced is 3 for a duplicate (nothing
 // written).
@@ -92,7 +102,7 @@ local score, bad = score_of(ARGV[3], ARGV[4])
 if not score then
   return redis.error_reply('ERR due time ' .. bad .. ' ms cannot be honoured')
 end
-local replaced = put(ARGV[1], ARGV[2], score)
+local replaced = put(ARGV[1], ARGV[2], score, ARGV[7])
 if replaced ~= 3 then wake(ARGV[5], ARGV[6], score) end
 return {score, replaced}
 `)
@@ -101,6 +111,9 @@ return {score, replaced}
 // Body (the member); on an envelope topic m.ID is required and scheduling an
 // id that exists replaces that message (idempotent producers).
 func (q *Queue) Schedule(ctx context.Context, t Topic, m Message, when When) (Receipt, error) {
+	if err := t.checkSize(len(m.Body)); err != nil {
+		return Receipt{}, fmt.Errorf("schedule: %w", err)
+	}
 	if t.envelope() {
 		m = withTrace(ctx, m)
 	}
@@ -108,15 +121,23 @@ func (q *Queue) Schedule(ctx context.Context, t Topic, m Message, when When) (Re
 	if err != nil {
 		return Receipt{}, fmt.Errorf("schedule: %w", err)
 	}
-	return q.ScheduleMember(ctx, t, member, when)
+	return q.scheduleMember(ctx, t, member, when)
 }
 
 // ScheduleMember adds a member as is to its slot of t, due when says.
 // Scheduling a raw member that is already scheduled moves it to the new time
 // (members are unique: the same bytes are one message). On an envelope topic
 // the member must be a valid envelope, and it replaces the message its id
-// names.
+// names. A body over t.MaxMessageSize is refused (ErrTooLarge).
 func (q *Queue) ScheduleMember(ctx context.Context, t Topic, member []byte, when When) (Receipt, error) {
+	if err := t.checkMemberSize(member); err != nil {
+		return Receipt{}, fmt.Errorf("schedule: %w", err)
+	}
+	return q.scheduleMember(ctx, t, member, when)
+}
+
+// scheduleMember is ScheduleMember once the body's size was checked.
+func (q *Queue) scheduleMember(ctx context.Context, t Topic, member []byte, when When) (Receipt, error) {
 	c, r, err := t.scheduleCall(member, when)
 	if err != nil {
 		return Receipt{}, err
@@ -159,7 +180,7 @@ func (t Topic) scheduleCall(member []byte, when When) (scriptCall, Receipt, erro
 	}
 	c := scriptCall{
 		keys: slotKeys(t.Keys(slot)),
-		args: []any{member, envID, mode, value, channel, prefix},
+		args: []any{member, envID, mode, value, channel, prefix, flag(t.dedupMillis() > 0)},
 	}
 	return c, Receipt{Topic: t.Name, Slot: slot, ID: id, Member: string(member)}, nil
 }
