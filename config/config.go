@@ -25,6 +25,9 @@ type Config struct {
 
 	KeyPrefix string
 	Topics    []Topic
+	// MessageSize is the largest body each topic accepts (MAX_MESSAGE_SIZE
+	// and the topics' own); a listed topic's is in its Topic too.
+	MessageSize MessageSize
 
 	BatchSize          int
 	MaxInflightBatches int
@@ -146,9 +149,13 @@ type Topic struct {
 	// DedupWindow is how long a delivered id stays known (queue.Topic's
 	// DedupWindow); 0 remembers nothing.
 	DedupWindow time.Duration
+	// MaxMessageSize is the largest body a front door accepts for the topic
+	// (queue.Topic's MaxMessageSize): MAX_MESSAGE_SIZE or the topic's own.
+	MaxMessageSize int
 }
 
 // Queue is the topic's Redis data model.
 func (t Topic) Queue(prefix string) queue.Topic {
-	return queue.Topic{Name: t.Name, Prefix: prefix, Slots: t.Slots, Key: t.Key, Format: t.Format, DedupWindow: t.DedupWindow}
+	return queue.Topic{Name: t.Name, Prefix: prefix, Slots: t.Slots, Key: t.Key, Format: t.Format, DedupWindow: t.DedupWindow,
+		MaxMessageSize: t.MaxMessageSize}
 }

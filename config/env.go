@@ -60,6 +60,8 @@ type env struct {
 	SinkRedisTLSInsecure      string `envconfig:"SINK_REDIS_TLS_INSECURE" default:"false" desc:"true: skip verifying the streams' Redis's certificate (tests only)"`
 	SinkRedisMaxMessageSize   string `envconfig:"SINK_REDIS_MAX_MESSAGE_SIZE" default:"134217728" desc:"largest body appended to a Redis stream, bytes (at most 536870912, Redis's proto-max-bulk-len); larger ones are dead-lettered"`
 
+	MaxMessageSize string `envconfig:"MAX_MESSAGE_SIZE" default:"1048576" desc:"largest message body accepted, bytes (at most 536870912), checked when a message is taken in: the HTTP API answers 413, the CLI exits 1, an intake dead-letters it, the Go API returns queue.ErrTooLarge. The default, 1 MiB, is what every sink accepts by default (Kafka's message.max.bytes). A topic's own MAX_MESSAGE_SIZE overrides it"`
+
 	KeyPrefix string `envconfig:"KEY_PREFIX" default:"dq" desc:"prefix of every Redis key"`
 	Topics    string `envconfig:"TOPICS" desc:"comma list of topic names (required); a name is 1 to 100 bytes of ASCII letters, digits, -, _ and ."`
 
@@ -125,6 +127,10 @@ type topicEnv struct {
 	RateLimit string `envconfig:"RATE_LIMIT" desc:"most deliveries per second of this topic summed over every replica, a positive decimal (300, 0.5); held messages wait in the scheduled set. Unset: unlimited. delaybridge limit overrides it at run time"`
 	HoldQueue string `envconfig:"HOLD_QUEUE" desc:"RabbitMQ queue (usually the consumers') whose ready messages HOLD_ABOVE counts, read with a passive declare; it must exist (SINK=amqp only)"`
 	HoldAbove string `envconfig:"HOLD_ABOVE" desc:"hold the topic while HOLD_QUEUE holds more ready messages than this (it may exceed it by one batch per slot); required with HOLD_QUEUE. delaybridge limit overrides it at run time"`
+
+	// MaxMessageSize is read by messageSize (msgsize.go) for every topic,
+	// listed or not; the field names it for the documentation.
+	MaxMessageSize string `envconfig:"MAX_MESSAGE_SIZE" desc:"largest message body this topic accepts, bytes (at most 536870912); unset: the global MAX_MESSAGE_SIZE. Read for registered topics not listed in TOPICS too (the HTTP API and the CLI serve them)"`
 
 	DedupWindow string `envconfig:"DEDUP_WINDOW" default:"0" desc:"how long a delivered message's id stays known (a duration, at most 720h; needs FORMAT=envelope): scheduling that id again meanwhile is accepted as a duplicate and not delivered again. Costs about 50-150 bytes of Redis per id delivered in the window (docs/operations.md). 0: remember nothing"`
 }

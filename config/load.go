@@ -47,6 +47,10 @@ func load(cli bool) (Config, error) {
 	if !cli || strings.TrimSpace(e.Topics) != "" {
 		c.Topics = p.topics(e.Topics)
 	}
+	c.MessageSize = p.messageSize(&e, os.Environ())
+	for i := range c.Topics {
+		c.Topics[i].MaxMessageSize = c.MessageSize.Of(c.Topics[i].Name)
+	}
 	p.sinksUsed(c, &e)
 	p.intakesUsed(c, &e)
 	if err := errors.Join(p.errs...); err != nil {

@@ -46,9 +46,10 @@ func defaultConfig(t *testing.T) Config {
 		// The streams of SINK=redis topics live on the daemon's Redis.
 		RedisSink: RedisSink{Redis: Redis{URL: "redis://127.0.0.1:6379/0"}, MaxMessageSize: 128 << 20},
 
-		KeyPrefix: "dq",
+		KeyPrefix:   "dq",
+		MessageSize: MessageSize{Default: 1 << 20},
 		Topics: []Topic{{
-			Name: "orders", Var: "ORDERS", Sink: "amqp", Slots: 1, Format: queue.FormatRaw,
+			Name: "orders", Var: "ORDERS", Sink: "amqp", Slots: 1, Format: queue.FormatRaw, MaxMessageSize: 1 << 20,
 			RoutingKey: "orders", KafkaTopic: "orders", KafkaKey: "envelope",
 		}},
 
@@ -118,6 +119,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			"KAFKA_SASL_PASSWORD":         "kafka-pw",
 			"KAFKA_SESSION_TIMEOUT":       "6s",
 			"KEY_PREFIX":                  "dly",
+			"MAX_MESSAGE_SIZE":            "2097152",
 			"TOPICS":                      " orders , order-events ",
 			"BATCH_SIZE":                  "1000",
 			"MAX_INFLIGHT_BATCHES":        "4",
@@ -155,6 +157,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			"TOPIC_ORDERS_KAFKA_TOPIC":        "orders.v1",
 			"TOPIC_ORDERS_KAFKA_KEY":          "envelope",
 			"TOPIC_ORDERS_DEDUP_WINDOW":       "24h",
+			"TOPIC_ORDERS_MAX_MESSAGE_SIZE":   "4096",
 			"TOPIC_ORDER_EVENTS_SINK":         "amqp",
 			"TOPIC_ORDER_EVENTS_SLOTS":        "1",
 			"TOPIC_ORDER_EVENTS_KEY":          "legacy:delayqueue",
@@ -184,12 +187,13 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 				Username: "acl-user", Password: "acl-pw",
 				TLS: TLS{Enabled: true, CAFile: pki.CAFile, CertFile: pki.ClientCert, KeyFile: pki.ClientKey, InsecureSkipVerify: true},
 			}, MaxMessageSize: 128 << 20},
-			KeyPrefix: "dly",
+			KeyPrefix:   "dly",
+			MessageSize: MessageSize{Default: 2 << 20, Topics: map[string]int{"ORDERS": 4096}},
 			Topics: []Topic{{
-				Name: "orders", Var: "ORDERS", Sink: "kafka", Slots: 16, Format: queue.FormatEnvelope,
+				Name: "orders", Var: "ORDERS", Sink: "kafka", Slots: 16, Format: queue.FormatEnvelope, MaxMessageSize: 4096,
 				RoutingKey: "orders", KafkaTopic: "orders.v1", KafkaKey: "envelope", DedupWindow: 24 * time.Hour,
 			}, {
-				Name: "order-events", Var: "ORDER_EVENTS", Sink: "amqp", Slots: 1, Key: "legacy:delayqueue",
+				Name: "order-events", Var: "ORDER_EVENTS", Sink: "amqp", Slots: 1, Key: "legacy:delayqueue", MaxMessageSize: 2 << 20,
 				Format: queue.FormatRaw, Exchange: "events", RoutingKey: "order.delayed", KafkaTopic: "order-events", KafkaKey: "envelope",
 				RateLimit: 0.5, HoldQueue: "order-work", HoldAbove: 1000,
 			}},
@@ -229,9 +233,10 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 				MaxMessageSize: 128 << 20,
 			},
 
-			KeyPrefix: "dq",
+			KeyPrefix:   "dq",
+			MessageSize: MessageSize{Default: 1 << 20},
 			Topics: []Topic{{
-				Name: "reminders", Var: "REMINDERS", Sink: "kafka", Slots: 1024, Format: queue.FormatRaw,
+				Name: "reminders", Var: "REMINDERS", Sink: "kafka", Slots: 1024, Format: queue.FormatRaw, MaxMessageSize: 1 << 20,
 				RoutingKey: "reminders", KafkaTopic: "reminders", KafkaKey: "id",
 			}},
 			BatchSize: 500, MaxInflightBatches: 2, Lease: 30 * time.Second, MaxAttempts: 10,
@@ -263,9 +268,10 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 				MaxMessageSize: 1 << 20,
 			},
 
-			KeyPrefix: "dq",
+			KeyPrefix:   "dq",
+			MessageSize: MessageSize{Default: 1 << 20},
 			Topics: []Topic{{
-				Name: "reminders", Var: "REMINDERS", Sink: "redis", Slots: 1, Format: queue.FormatRaw,
+				Name: "reminders", Var: "REMINDERS", Sink: "redis", Slots: 1, Format: queue.FormatRaw, MaxMessageSize: 1 << 20,
 				RoutingKey: "reminders", KafkaTopic: "reminders", KafkaKey: "envelope",
 				Stream: "reminders:due", StreamMaxLen: 100000,
 			}},
@@ -336,13 +342,14 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 				MaxMessageSize: 128 << 20,
 			},
 
-			KeyPrefix: "dq",
+			KeyPrefix:   "dq",
+			MessageSize: MessageSize{Default: 1 << 20},
 			Topics: []Topic{{
-				Name: "orders", Var: "ORDERS", Sink: "amqp", Slots: 1, Format: queue.FormatEnvelope,
+				Name: "orders", Var: "ORDERS", Sink: "amqp", Slots: 1, Format: queue.FormatEnvelope, MaxMessageSize: 1 << 20,
 				RoutingKey: "orders", KafkaTopic: "orders", KafkaKey: "envelope",
 				Intake: "amqp", IntakeQueue: "orders.delayed", IntakePrefetch: 64,
 			}, {
-				Name: "reminders", Var: "REMINDERS", Sink: "amqp", Slots: 1, Format: queue.FormatEnvelope,
+				Name: "reminders", Var: "REMINDERS", Sink: "amqp", Slots: 1, Format: queue.FormatEnvelope, MaxMessageSize: 1 << 20,
 				RoutingKey: "reminders.due", KafkaTopic: "reminders", KafkaKey: "envelope",
 				Intake: "kafka", IntakeKafkaTopic: "reminders.delay", IntakePrefetch: 256, IntakeOwnRoutingKey: true,
 			}},

@@ -39,6 +39,7 @@ func (c Config) values() map[string]string {
 	maps.Copy(m, c.runValues())
 	maps.Copy(m, c.Console.values())
 	maps.Copy(m, c.API.values())
+	maps.Copy(m, c.MessageSize.values())
 	names := make([]string, len(c.Topics))
 	for i, t := range c.Topics {
 		names[i] = t.Name
@@ -57,6 +58,7 @@ func (c Config) values() map[string]string {
 		maps.Copy(m, t.intakeValues(pre))
 		maps.Copy(m, t.flowValues(pre))
 		m[pre+"DEDUP_WINDOW"] = t.DedupWindow.String()
+		m[pre+"MAX_MESSAGE_SIZE"] = strconv.Itoa(t.MaxMessageSize)
 	}
 	m["TOPICS"] = strings.Join(names, ",")
 	return m

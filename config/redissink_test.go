@@ -186,7 +186,7 @@ func sinkRedisConfig(t *testing.T, r Redis) Config {
 	c := defaultConfig(t)
 	c.RedisSink.Redis = r
 	c.Topics = []Topic{{
-		Name: "reminders", Var: "REMINDERS", Sink: "redis", Slots: 1, Format: queue.FormatRaw,
+		Name: "reminders", Var: "REMINDERS", Sink: "redis", Slots: 1, Format: queue.FormatRaw, MaxMessageSize: 1 << 20,
 		RoutingKey: "reminders", KafkaTopic: "reminders", KafkaKey: "envelope", Stream: "reminders:due",
 	}}
 	return c

@@ -77,6 +77,7 @@ func (c Config) known() map[string]bool {
 			known[Prefix+"_TOPIC_"+t.Var+"_"+f.Tag.Get("envconfig")] = true
 		}
 	}
+	c.MessageSize.known(known)
 	for v := range c.API.RoutingKeys {
 		// Read for topics not listed too: the API serves every registered one.
 		known[Prefix+"_TOPIC_"+v+routingKeysVar] = true
