@@ -56,6 +56,8 @@ func classify(err error) *apiError {
 			err.Error()+": ids, headers and routing keys (and by-id lookups) need a topic with FORMAT=envelope; a raw topic's member is the body itself")
 	case errors.Is(err, queue.ErrInvalidEnvelope):
 		return refuse(http.StatusBadRequest, "invalid_message", err.Error())
+	case errors.Is(err, queue.ErrTooLarge):
+		return refuse(http.StatusRequestEntityTooLarge, "body_too_large", err.Error())
 	case errors.Is(err, queue.ErrBadDueTime):
 		return refuse(http.StatusUnprocessableEntity, "bad_due_time", err.Error())
 	case errors.Is(err, queue.ErrNotFound):

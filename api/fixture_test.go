@@ -60,6 +60,17 @@ func fixtureRoutingKeys(topic string) []string {
 	return nil
 }
 
+// legacyMaxMessage is the fixture's DELAYBRIDGE_TOPIC_LEGACY_MAX_MESSAGE_SIZE;
+// every other topic takes DELAYBRIDGE_MAX_MESSAGE_SIZE's default.
+const legacyMaxMessage = 100
+
+func fixtureMessageSize(topic string) int {
+	if topic == "legacy" {
+		return legacyMaxMessage
+	}
+	return queue.DefaultMaxMessageSize
+}
+
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	rdb, prefix := redistest.New(t)
@@ -78,7 +89,7 @@ func newFixture(t *testing.T) *fixture {
 	srv, err := New(Options{Queue: q, Prefix: prefix,
 		Tokens:     []Token{{Secret: fullToken}, {Secret: ordersOnlyToken, Topics: []string{"orders"}}},
 		MaxBody:    map[string]int{"amqp": 1 << 20, "kafka": smallMax},
-		MaxRequest: maxRequest, Metrics: f.metrics, RoutingKeys: fixtureRoutingKeys,
+		MaxRequest: maxRequest, Metrics: f.metrics, RoutingKeys: fixtureRoutingKeys, MaxMessageSize: fixtureMessageSize,
 		Log: slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)

@@ -94,6 +94,10 @@ func (s *Server) item(t queue.Topic, l queue.Layout, in messageIn) (queue.Item, 
 	if ae != nil {
 		return queue.Item{}, ae
 	}
+	if limit := t.MaxMessageSize; limit > 0 && len(body) > limit {
+		return queue.Item{}, refuse(http.StatusRequestEntityTooLarge, "body_too_large",
+			fmt.Sprintf("the body is %d bytes, over the message size limit of %d bytes of topic %s", len(body), limit, t.Name))
+	}
 	if limit := s.opts.MaxBody[l.Sink]; limit > 0 && len(body) > limit {
 		return queue.Item{}, refuse(http.StatusRequestEntityTooLarge, "body_too_large",
 			fmt.Sprintf("the body is %d bytes, over the %d the %s sink of topic %s takes", len(body), limit, l.Sink, t.Name))

@@ -40,6 +40,9 @@ func (s *Server) topicRoute(h topicHandler) http.Handler {
 			return
 		}
 		t := l.Topic(s.opts.Prefix)
+		if s.opts.MaxMessageSize != nil {
+			t.MaxMessageSize = s.opts.MaxMessageSize(name)
+		}
 		if err := t.Validate(); err != nil {
 			s.fail(w, r, fmt.Errorf("registry %s: %w", queue.TopicsKey(s.opts.Prefix), err))
 			return

@@ -31,6 +31,10 @@ type Options struct {
 	// "redis": a registered layout's Sink), in bytes; a larger body is
 	// refused with 413. A sink not listed (or 0) has no limit here.
 	MaxBody map[string]int
+	// MaxMessageSize is the largest body a topic accepts, in bytes
+	// (DELAYBRIDGE_MAX_MESSAGE_SIZE and the topic's own): a larger one is
+	// refused with 413, alone or in a batch. nil or 0: no limit here.
+	MaxMessageSize func(topic string) int
 	// MaxRequest bounds a request body in bytes; 0 means DefaultMaxRequest.
 	MaxRequest int64
 	// RoutingKeys are the path.Match patterns a message's own routing_key

@@ -119,7 +119,7 @@ func startAPI(ctx context.Context, cfg config.Config, q *queue.Queue, reg promet
 			"redis": cfg.RedisSink.MaxMessageSize,
 			"kafka": kafka.DefaultMaxMessageSize, // the Kafka sink's, as the daemon builds it
 		},
-		MaxRequest: cfg.API.MaxRequestSize, RoutingKeys: cfg.API.RoutingKeysOf,
+		MaxRequest: cfg.API.MaxRequestSize, RoutingKeys: cfg.API.RoutingKeysOf, MaxMessageSize: cfg.MessageSize.Of,
 		Metrics: api.NewMetrics(reg), Log: log, Tracer: tracer})
 	if err != nil {
 		return nil, err
