@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -60,5 +61,32 @@ func TestRetryInFlightWithoutWindowReplaces(t *testing.T) {
 	r, err := q.Schedule(ctx, tp, queue.Message{ID: "a", Body: []byte("retry")}, queue.In(0))
 	if err != nil || r.Duplicate || r.Replaced != queue.ReplacedInFlight {
 		t.Fatalf("Schedule = %+v, %v; want it to replace the message in flight", r, err)
+	}
+}
+
+// TestRegistryCarriesTheDedupWindow: the registry records a topic's dedup
+// window, so a producer that knows the topic only from it (the HTTP API,
+// the CLI) answers a retry in flight as a duplicate; a new window is taken
+// over while a replica is live (it is no conflict of layouts).
+func TestRegistryCarriesTheDedupWindow(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.New(t)
+	ctx := t.Context()
+	q := queue.New(rdb)
+	tp := queue.Topic{Name: "once", Prefix: prefix, Format: queue.FormatEnvelope, DedupWindow: time.Hour}
+	if _, err := q.Register(ctx, prefix, "a", []queue.Layout{queue.LayoutOf(tp)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Heartbeat(ctx, prefix, "a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	tp.DedupWindow = 2 * time.Hour
+	changes, err := q.Register(ctx, prefix, "b", []queue.Layout{queue.LayoutOf(tp)})
+	if err != nil || len(changes) != 1 || changes[0].Replaced {
+		t.Fatalf("Register of a new window = %+v, %v; want one change, no conflict", changes, err)
+	}
+	got, err := q.Topic(ctx, prefix, "once")
+	if err != nil || got.DedupWindow != 2*time.Hour {
+		t.Errorf("registry's topic = %+v, %v; want a 2h window", got, err)
 	}
 }

@@ -131,8 +131,12 @@ func (q *Queue) layoutChanges(ctx context.Context, key string, layouts []Layout)
 		if err != nil {
 			return nil, fmt.Errorf("load registry %s: %w", key, err)
 		}
-		if !old.Same(l) {
+		switch {
+		case !old.Same(l):
 			changes = append(changes, Change{Old: old, Replaced: true, New: l})
+		case old.DedupMs != l.DedupMs:
+			// Not a conflict: the entry takes the new window.
+			changes = append(changes, Change{Old: old, New: l})
 		}
 	}
 	return changes, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -49,6 +50,12 @@ type Layout struct {
 	RoutingKey string `json:"routing_key,omitempty"`
 	KafkaTopic string `json:"kafka_topic,omitempty"`
 	Stream     string `json:"stream,omitempty"`
+	// DedupMs is the topic's dedup window in ms (Topic.DedupWindow; 0:
+	// none), so producers that know the topic only from the registry
+	// (the HTTP API, the CLI) answer a retry of an id in flight as a
+	// duplicate too (see putLua). Not part of Same: replicas may roll a new
+	// window out one by one.
+	DedupMs int64 `json:"dedup_ms,omitempty"`
 }
 
 // LayoutOf is the data model of t as a Layout (no sink).
@@ -57,12 +64,13 @@ func LayoutOf(t Topic) Layout {
 	if f == "" {
 		f = FormatRaw
 	}
-	return Layout{Version: LayoutVersion, Name: t.Name, Slots: t.slots(), Format: f, Key: t.Key}
+	return Layout{Version: LayoutVersion, Name: t.Name, Slots: t.slots(), Format: f, Key: t.Key, DedupMs: t.dedupMillis()}
 }
 
 // Topic is the data model of the layout under prefix.
 func (l Layout) Topic(prefix string) Topic {
-	return Topic{Name: l.Name, Prefix: prefix, Slots: l.Slots, Key: l.Key, Format: l.Format}
+	return Topic{Name: l.Name, Prefix: prefix, Slots: l.Slots, Key: l.Key, Format: l.Format,
+		DedupWindow: time.Duration(l.DedupMs) * time.Millisecond}
 }
 
 // String names every field that is set: "slots=8 format=raw sink=amqp
