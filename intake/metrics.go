@@ -18,7 +18,7 @@ type Metrics struct {
 const (
 	ReasonBadDelay = "bad_delay"   // x-delay is not a number, or too far ahead
 	ReasonBadDue   = "bad_due"     // x-delaybridge-due is not a time that can be honoured
-	ReasonTooLarge = "too_large"   // body over the destination's limit
+	ReasonTooLarge = "too_large"   // body over the topic's message size limit or the destination's
 	ReasonInvalid  = "bad_message" // a header, key or id an envelope cannot carry
 )
 

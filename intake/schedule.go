@@ -92,8 +92,9 @@ func (s *scheduler) check(it *item) {
 
 // schedule writes the good items in one round trip (a script call per slot,
 // see queue.ScheduleEach). An item Redis refuses (a due time it cannot
-// honour) or an envelope cannot carry is rejected, for the dead set; an item
-// Redis failed gets the error.
+// honour), one over the topic's message size limit or one an envelope
+// cannot carry is rejected, for the dead set; an item Redis failed gets the
+// error.
 func (s *scheduler) schedule(ctx context.Context, items []item, good []int, errs []error) {
 	if len(good) == 0 {
 		return
@@ -112,6 +113,8 @@ func (s *scheduler) schedule(ctx context.Context, items []item, good []int, errs
 			scheduled++
 		case errors.Is(err, queue.ErrBadDueTime):
 			items[i].reject(ReasonBadDue, "%v", err)
+		case errors.Is(err, queue.ErrTooLarge): // DELAYBRIDGE_MAX_MESSAGE_SIZE
+			items[i].reject(ReasonTooLarge, "%v", err)
 		case errors.Is(err, queue.ErrInvalidEnvelope), errors.Is(err, queue.ErrNotEnvelope):
 			items[i].reject(ReasonInvalid, "%v", err)
 		default:

@@ -141,6 +141,10 @@ func (c *cli) fail(err error) int {
 		fmt.Fprintf(c.s.err, "delaybridge %s: Redis is full, nothing was written: raise its maxmemory or free memory; "+
 			"the daemon still delivers the backlog, which frees room (docs/operations.md, \"Redis is full\")\n", c.name)
 	}
+	if errors.Is(err, queue.ErrTooLarge) {
+		fmt.Fprintf(c.s.err, "delaybridge %s: nothing was written; the limit is %s_MAX_MESSAGE_SIZE, or the topic's own %s_TOPIC_<NAME>_MAX_MESSAGE_SIZE: "+
+			"raise it only as far as the destination accepts (docs/configuration.md, \"Message size\")\n", c.name, config.Prefix, config.Prefix)
+	}
 	if queue.Unconfirmed(err) {
 		fmt.Fprintf(c.s.err, "delaybridge %s: not acknowledged: fewer replicas than %s_REDIS_WAIT_REPLICAS confirmed it; "+
 			"repeat the same command (with the same id) when they are back: it is safe (docs/operations.md, \"Durable acceptance\")\n", c.name, config.Prefix)

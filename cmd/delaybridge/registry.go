@@ -143,6 +143,7 @@ func (c *cli) topicFromRegistry(name string) (queue.Topic, error) {
 		}
 	}
 	t, err := c.q.Topic(ctx, c.cfg.KeyPrefix, name)
+	t = c.cfg.MessageSize.Apply(t)
 	if errors.Is(err, queue.ErrUnknownTopic) {
 		return queue.Topic{}, said{fmt.Sprintf("unknown topic %q: not in DELAYBRIDGE_TOPICS nor registered in %s (registered: %s)",
 			name, queue.TopicsKey(c.cfg.KeyPrefix), c.registeredNames(ctx)), err}

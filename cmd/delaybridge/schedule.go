@@ -105,7 +105,7 @@ func printReceipt(s stdio, r queue.Receipt, asJSON bool) error {
 		})
 	}
 	if r.Duplicate {
-		_, err := fmt.Fprintf(s.out, "not scheduled: %s on %s was delivered already, within the topic's dedup window; nothing was scheduled\n", r.ID, r.Topic)
+		_, err := fmt.Fprintf(s.out, "not scheduled: %s on %s was delivered already (or is being delivered), within the topic's dedup window; nothing was scheduled\n", r.ID, r.Topic)
 		return err
 	}
 	_, err := fmt.Fprintf(s.out, "scheduled %s on %s (slot %d), due %s (%s)%s\n", r.ID, r.Topic, r.Slot,
