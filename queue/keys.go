@@ -41,9 +41,12 @@ type Topic struct {
 	Format Format
 	// DedupWindow, on an envelope topic, is how long an id stays known after
 	// its message was delivered (Ack): scheduling it again meanwhile is a
-	// duplicate, accepted and not scheduled (Receipt.Duplicate). Only the
-	// ack reads it (the forwarder's topic settings); a producer needs not
-	// set it, since the schedule scripts consult what the acks remembered.
+	// duplicate, accepted and not scheduled (Receipt.Duplicate). The ack
+	// reads it (the forwarder's topic settings) to remember ids; a producer
+	// that sets it also answers a schedule of an id in flight (claimed,
+	// published, waiting for its ack) as a duplicate, so a retry during the
+	// delivery is that one delivery (see putLua). A topic read from the
+	// registry (Layout.Topic) carries the window its daemon registered.
 	// 0 remembers nothing.
 	DedupWindow time.Duration
 	// MaxMessageSize is the largest body a schedule of t accepts, in bytes
