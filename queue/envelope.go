@@ -24,7 +24,8 @@ import (
 //     (object, array, number, boolean) is delivered as its JSON text, byte for
 //     byte; null or absent is an empty body.
 //   - body_b64: standard base64 (with padding) of a binary body, instead of
-//     body (never both).
+//     body (never both); EncodeEnvelope writes it for a body that is not
+//     UTF-8 or that JSON's escapes would make longer than base64.
 //   - headers: an object of string values, delivered as AMQP headers or Kafka
 //     record headers. Names are 1 to MaxFieldLen bytes and may not start with
 //     ReservedHeaderPrefix (delaybridge's own headers).
@@ -97,7 +98,9 @@ type envelopeOut struct {
 
 // EncodeEnvelope returns the member that carries m on an envelope topic. A
 // body that is valid UTF-8 is written as a JSON string, any other as
-// body_b64. The encoding is deterministic (header names sorted), so the same
+// body_b64; so is a text body whose JSON escapes would make it longer than
+// base64 does (control bytes are six bytes each as \u0001: a member, and
+// each copy a script makes of it, would cost six times the body). The encoding is deterministic (header names sorted), so the same
 // message always gives the same member.
 func EncodeEnvelope(m Message) ([]byte, error) {
 	if err := checkEnvelope(m.ID, m.Headers, m.RoutingKey); err != nil {
@@ -109,7 +112,7 @@ func EncodeEnvelope(m Message) ([]byte, error) {
 	out := envelopeOut{ID: m.ID}
 	out.Headers, out.HeadersB64 = splitHeaders(m.Headers)
 	out.RoutingKey, out.KeyB64 = splitKey(m.RoutingKey, m.EmptyKey)
-	if utf8.Valid(m.Body) {
+	if utf8.Valid(m.Body) && escapedLen(m.Body) <= base64.StdEncoding.EncodedLen(len(m.Body)) {
 		s := string(m.Body)
 		out.Body = &s
 	} else {
@@ -130,6 +133,26 @@ func EncodeEnvelope(m Message) ([]byte, error) {
 		return nil, fmt.Errorf("encode envelope %q: %w", m.ID, err)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// escapedLen is about how long b is as a JSON string's content, as
+// EncodeEnvelope's encoder writes it: a control byte is six bytes
+// (\u0001), but \n, \r, \t, \b and \f two, as are '"' and '\'. (U+2028
+// and U+2029 are counted as they are: the decision only needs to be
+// deterministic.)
+func escapedLen(b []byte) int {
+	n := len(b)
+	for _, c := range b {
+		switch c {
+		case '\n', '\r', '\t', '\b', '\f', '"', '\\':
+			n++
+		default:
+			if c < 0x20 {
+				n += 5
+			}
+		}
+	}
+	return n
 }
 
 // DecodeEnvelope parses an envelope member into the message it delivers.
