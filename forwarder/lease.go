@@ -13,10 +13,18 @@ import (
 // broker, a loaded machine, a huge message). Only a replica that died or
 // lost Redis lets its leases expire; a live one is never reaped from under
 // itself, which would publish the batch again.
+//
+// Renewing needs a goroutine only while something is leased: track starts
+// one through keeper when none runs, and it ends at the first tick that
+// finds nothing leased, so an idle slot costs no goroutine for its leases.
 type leases struct {
 	mu      sync.Mutex
 	next    uint64
 	batches map[uint64]*leasedBatch
+	// keeper starts a goroutine that renews the leases (keepLeases);
+	// keeping is true while one runs. Nil: track starts none (tests).
+	keeper  func()
+	keeping bool
 }
 
 type leasedBatch struct {
@@ -33,6 +41,10 @@ func (l *leases) track(claimed []queue.Claimed, at time.Time) uint64 {
 	defer l.mu.Unlock()
 	l.next++
 	l.batches[l.next] = &leasedBatch{claimed: claimed, renewed: at}
+	if !l.keeping && l.keeper != nil {
+		l.keeping = true
+		l.keeper()
+	}
 	return l.next
 }
 
@@ -44,11 +56,15 @@ func (l *leases) drop(id uint64) {
 }
 
 // stale returns the members of batches whose lease was set before cutoff
-// and marks them renewed at now.
-func (l *leases) stale(cutoff, now time.Time) []string {
+// and marks them renewed at now. idle is true when nothing is leased: the
+// keeper that asked ends, and the next track starts another.
+func (l *leases) stale(cutoff, now time.Time) (members []string, idle bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var members []string
+	if len(l.batches) == 0 {
+		l.keeping = false
+		return nil, true
+	}
 	for _, h := range l.batches {
 		if h.renewed.Before(cutoff) {
 			for _, c := range h.claimed {
@@ -57,11 +73,11 @@ func (l *leases) stale(cutoff, now time.Time) []string {
 			h.renewed = now
 		}
 	}
-	return members
+	return members, false
 }
 
 // keepLeases renews, every third of a lease, the leases of batches in flight
-// for more than a third of one, until ctx ends.
+// for more than a third of one, until ctx ends or nothing is leased.
 func (s *scanner) keepLeases(ctx context.Context) {
 	lease := s.cfg.Lease
 	every := max(lease/3, 10*time.Millisecond)
@@ -74,7 +90,10 @@ func (s *scanner) keepLeases(ctx context.Context) {
 		case <-t.C:
 		}
 		now := time.Now()
-		members := s.leases.stale(now.Add(-every), now)
+		members, idle := s.leases.stale(now.Add(-every), now)
+		if idle {
+			return
+		}
 		if len(members) == 0 {
 			continue
 		}

@@ -3,6 +3,7 @@ package forwarder
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/delaybridge/delaybridge/internal/backoff"
@@ -127,35 +128,21 @@ const pipelineDepth = 64
 // run claims until ctx ends, then lets the batches already claimed finish
 // within the shutdown timeout; what is not confirmed by then is returned.
 func (s *scanner) run(ctx context.Context) {
-	// In-flight batches outlive ctx by at most the shutdown timeout.
+	// In-flight batches outlive ctx by at most the shutdown timeout: a
+	// timer armed when ctx ends, not a goroutine per slot waiting for it.
 	drain, cancelDrain := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelDrain()
-	finished := make(chan struct{})
-	defer close(finished)
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-finished:
-			return
-		}
-		t := time.NewTimer(s.cfg.ShutdownTimeout)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			cancelDrain()
-		case <-finished:
-		}
-	}()
+	stopWatch := context.AfterFunc(ctx, func() { time.AfterFunc(s.cfg.ShutdownTimeout, cancelDrain) })
+	defer stopWatch()
 
 	sent := make(chan *delivery, pipelineDepth)
 	done := make(chan struct{})
 	keepCtx, stopKeeping := context.WithCancel(drain)
-	kept := make(chan struct{})
-	go func() {
-		defer close(kept)
-		s.keepLeases(keepCtx)
-	}()
-	defer func() { stopKeeping(); <-kept }()
+	var keepers sync.WaitGroup
+	s.leases.mu.Lock()
+	s.leases.keeper = func() { keepers.Go(func() { s.keepLeases(keepCtx) }) }
+	s.leases.mu.Unlock()
+	defer func() { stopKeeping(); keepers.Wait() }()
 	go func() {
 		defer close(done)
 		s.settleLoop(drain, sent)
