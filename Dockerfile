@@ -2,9 +2,14 @@
 #
 # The delaybridge image: a static binary on distroless, run as a non-root user.
 #
-#   docker build --build-arg VERSION=$(git describe --tags --always) \
+#   docker build --build-arg VERSION=$(cat VERSION) \
 #                --build-arg COMMIT=$(git rev-parse --short=12 HEAD) \
 #                --build-arg DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ) -t delaybridge .
+#
+# Without --build-arg VERSION the binary and the label still carry the VERSION
+# file's version (scripts/build-static.sh reads it; the label reads the
+# build-arg, so pass it for the label). COMMIT needs the build-arg: .git is
+# not in the build context. docs/installation.md has the steps.
 #
 # No HEALTHCHECK: Kubernetes probes /healthz and /readyz (deploy/kubernetes).
 

@@ -3,10 +3,13 @@
 # the demo stops them again afterwards.
 
 GO      ?= go
-# The release's stamp: the git tag (v0.1.0 on a tagged commit), the commit
-# and the build time, read by `delaybridge version [--json]` and exported as
+# The release's stamp: the version in the VERSION file (0.2.0; not git
+# describe: tags may not travel with the repository, so a build of the
+# release commit names its release without them), the commit and the build
+# time, read by `delaybridge version [--json]` and exported as
 # delaybridge_build_info. scripts/build-static.sh (the image) stamps the same.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# docs/releasing.md says when VERSION changes and how the release is tagged.
+VERSION ?= $(shell cat VERSION 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)

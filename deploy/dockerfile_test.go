@@ -150,7 +150,8 @@ func goModVersion(t *testing.T) string {
 
 // TestDockerignoreKeepsBuildInputs fails when .dockerignore hides a file the
 // image build needs (every Go file of ./cmd/delaybridge's packages in this
-// module, go.mod, go.sum and the build script), and when it lets in .git.
+// module, go.mod, go.sum, the build script and the VERSION file it stamps),
+// and when it lets in .git.
 func TestDockerignoreKeepsBuildInputs(t *testing.T) {
 	t.Parallel()
 	f, err := os.Open(filepath.Join("..", ".dockerignore"))
@@ -166,7 +167,7 @@ func TestDockerignoreKeepsBuildInputs(t *testing.T) {
 	if err != nil {
 		t.Fatalf(".dockerignore: %v", err)
 	}
-	needed := []string{"go.mod", "go.sum", "scripts/build-static.sh"}
+	needed := []string{"go.mod", "go.sum", "scripts/build-static.sh", "VERSION"}
 	cmd := exec.Command("go", "list", "-e", "-deps", "-json=Dir,GoFiles,EmbedFiles,Module,Error", "./cmd/delaybridge")
 	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

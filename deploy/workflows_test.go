@@ -189,6 +189,10 @@ func TestCIWorkflowRunsMakeTestOnPullRequests(t *testing.T) {
 		if !strings.Contains(job.runs(), "apt-get install") || !strings.Contains(job.runs(), "redis-server") {
 			t.Errorf("%s: job %s does not install redis-server", file, name)
 		}
+		// e2e's upgrade test builds 0.1.0 from the repository's history.
+		if co, _ := job.step("actions/checkout"); co.With["fetch-depth"] != float64(0) {
+			t.Errorf("%s: job %s: checkout needs fetch-depth: 0, or the upgrade test finds no 0.1.0 commit to build", file, name)
+		}
 	}
 	if !found {
 		t.Errorf("%s: no job runs make test", file)
@@ -265,7 +269,7 @@ func TestReleaseWorkflow(t *testing.T) {
 		t.Errorf("%s: job %s: go build must take the Makefile's -ldflags ($(make -s ldflags)) and -trimpath", file, binaries)
 	}
 	if co, _ := bj.step("actions/checkout"); co.With["fetch-depth"] != float64(0) {
-		t.Errorf("%s: job %s: checkout needs fetch-depth: 0, or git describe finds no tag to stamp", file, binaries)
+		t.Errorf("%s: job %s: checkout needs fetch-depth: 0, the whole history as CI's", file, binaries)
 	}
 
 	// A multi-arch image.

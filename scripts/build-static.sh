@@ -3,9 +3,10 @@
 #
 # This is the Dockerfile's build stage: the image runs this very script, so a
 # binary built here is the one the image ships (deploy/dockerfile_test.go
-# builds it, checks it is static and starts it). VERSION and COMMIT come from
-# the environment (docker build --build-arg), else from git, else dev/unknown;
-# DATE (the build time, RFC 3339 UTC) defaults to now.
+# builds it, checks it is static and starts it). VERSION comes from the
+# environment (docker build --build-arg), else from the VERSION file at the
+# repository's root, as `make build` stamps it; COMMIT from the environment,
+# else git, else unknown; DATE (the build time, RFC 3339 UTC) defaults to now.
 set -eu
 
 out=${1:?usage: scripts/build-static.sh OUTPUT}
@@ -15,7 +16,7 @@ case $out in
 esac
 cd "$(dirname "$0")/.."
 
-version=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
+version=${VERSION:-$(cat VERSION 2>/dev/null || echo dev)}
 commit=${COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
 date=${DATE:-$(date -u +%Y-%m-%dT%H:%M:%SZ)}
 

@@ -9,9 +9,9 @@ import (
 )
 
 // Stamped at build time by `make build`, scripts/build-static.sh and the
-// release workflow:
+// release workflow, the version from the repository's VERSION file:
 //
-//	-ldflags "-X main.version=v0.1.0 -X main.commit=… -X main.date=2026-…Z"
+//	-ldflags "-X main.version=0.2.0 -X main.commit=… -X main.date=2026-…Z"
 var (
 	version = "dev"
 	commit  = "unknown"
@@ -49,7 +49,8 @@ func (b buildInfo) collector() prometheus.Collector {
 
 const versionUsage = `usage: delaybridge version [--json]
 
-Prints the version this binary was built from (its git tag). With --json:
+Prints the release this binary was built from (the repository's VERSION file;
+the commit tells builds of one release apart). With --json:
 {"version", "commit", "date", "goversion"}.
 `
 
