@@ -80,13 +80,16 @@ func TestRollingUpgradeFrom010AndDowngradeLoseNothing(t *testing.T) {
 
 	write(0)
 	a := start(old, "0.1.0-a")
+	t.Logf("%6.1f s: 0.1.0-a serves", time.Since(began).Seconds())
 	time.Sleep(4 * time.Second)
 	b := start(binary, "new")
+	t.Logf("%6.1f s: new serves beside it", time.Since(began).Seconds())
 	write(1)
 	time.Sleep(3 * time.Second)
 	stopCounting(a, "0.1.0-a")
 	time.Sleep(3 * time.Second)
 	a2 := start(old, "0.1.0-b")
+	t.Logf("%6.1f s: 0.1.0-b serves beside new", time.Since(began).Seconds())
 	write(2)
 	time.Sleep(3 * time.Second)
 	stopCounting(b, "new")
@@ -99,6 +102,7 @@ func TestRollingUpgradeFrom010AndDowngradeLoseNothing(t *testing.T) {
 
 	o := plan.Count(mq.Deliveries(), nil)
 	o.Check(t)
+	logLateness(t, plan, o, began)
 	if o.Duplicates != 0 {
 		t.Errorf("%d duplicates without any kill", o.Duplicates)
 	}
@@ -113,6 +117,9 @@ func TestRollingUpgradeFrom010AndDowngradeLoseNothing(t *testing.T) {
 		t.Errorf("0.1.0, started again, published nothing of the %d messages left", left)
 	}
 	for replica, d := range map[string]*e2etest.Daemon{"0.1.0-a": a, "new": b, "0.1.0-b": a2} {
+		for _, r := range d.Records("ownership changed") {
+			t.Logf("%s: %s", replica, strings.TrimSpace(string(r)))
+		}
 		if errs := errorLines(d.Log()); len(errs) > 0 {
 			t.Errorf("%s logged at ERROR:\n%s", replica, strings.Join(errs, ""))
 		}
@@ -130,4 +137,25 @@ func errorLines(log string) []string {
 		}
 	}
 	return out
+}
+
+// logLateness logs, per second of due time since began, how many messages
+// arrived more than a second late and the worst of them: where in the
+// rollout a slot went unserved.
+func logLateness(t *testing.T, plan *e2etest.Plan, o e2etest.Outcome, began time.Time) {
+	t.Helper()
+	late := map[int]int{}
+	worst := map[int]time.Duration{}
+	for i, first := range o.First {
+		if d := first.Sub(plan.Due[i]); !first.IsZero() && d > time.Second {
+			s := int(plan.Due[i].Sub(began).Seconds())
+			late[s]++
+			worst[s] = max(worst[s], d)
+		}
+	}
+	for s := range 40 {
+		if late[s] > 0 {
+			t.Logf("due at %2d s: %4d messages over 1 s late, worst %s", s, late[s], worst[s].Round(10*time.Millisecond))
+		}
+	}
 }
