@@ -3,8 +3,8 @@
 //
 // It is a thin layer over the queue package's producer API: every write goes
 // through the same scripts (one Redis round trip per message, a pipeline for
-// a batch), so the guarantees of DESIGN.md hold for messages scheduled over
-// HTTP as for any other. Topics come from the registry the daemon writes.
+// a batch), so the guarantees of docs/architecture.md hold for messages
+// scheduled over HTTP as for any other. Topics come from the registry the daemon writes.
 //
 // Every answer is JSON; every error is {"error": "...", "code": "..."} with
 // its status. A request refused (bad JSON, a field it does not know, a due

@@ -23,7 +23,7 @@ const (
 // score the API accepts (2^53 ms) and spreadMessages more spread over 100
 // years, spreadDue of them due now. Lookups, cancels and reschedules by id,
 // claims and acks of what is due, and a whole reap sweep run against it;
-// the result is the longest script in SLOWLOG (DESIGN.md, guarantee 10:
+// the result is the longest script in SLOWLOG (docs/architecture.md, Guarantees 10:
 // none may take 10 ms, whatever the spread of due times). It needs a Redis
 // of its own (-redis-server), as it sets the SLOWLOG threshold. No daemon.
 func runSpread(ctx context.Context, e *env) (Scenario, error) {

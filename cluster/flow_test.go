@@ -13,8 +13,8 @@ import (
 )
 
 // producer writes numbered messages to the test's topic while the test runs,
-// each due a fixed delay after it was written, the way DESIGN.md tells a
-// producer to compute its keys. Its plan gets each message's due time as it
+// each due a fixed delay after it was written, the way docs/architecture.md
+// (Redis key layout) tells a producer to compute its keys. Its plan gets each message's due time as it
 // is written; read it only after wait.
 type producer struct {
 	rdb  redis.UniversalClient

@@ -8,7 +8,7 @@ import (
 )
 
 // RedisWait is what every acceptance path (intakes, HTTP API, CLI) waits
-// for after its write and before it acknowledges (DESIGN.md guarantee 9).
+// for after its write and before it acknowledges (docs/architecture.md, Guarantees 9).
 type RedisWait struct {
 	// Replicas is how many replicas must have the write (WAIT); 0: none.
 	Replicas int

@@ -20,7 +20,8 @@ const (
 )
 
 // schedule plans n messages due spread evenly over [from, from+spread) and
-// writes them where DESIGN.md tells a producer to, not asking package queue.
+// writes them where docs/architecture.md (Redis key layout) tells a producer
+// to, not asking package queue.
 func schedule(t *testing.T, rdb redis.UniversalClient, prefix string, n int, from time.Time, spread time.Duration) *e2etest.Plan {
 	t.Helper()
 	p := e2etest.NewPlan(n, from, spread)

@@ -1,6 +1,7 @@
 // Package e2e runs the built delaybridge binary as a separate process against
-// the real Redis and RabbitMQ and checks the guarantees of DESIGN.md by
-// counting numbered messages: none lost, none early, duplicates counted.
+// the real Redis and RabbitMQ and checks the guarantees of
+// docs/architecture.md by counting numbered messages: none lost, none early,
+// duplicates counted.
 // The harness (daemon, consumers, plans and counts) is internal/testing/e2etest.
 package e2e
 

@@ -10,7 +10,7 @@ import (
 )
 
 // Durability is what a write must reach before a producer is told it is
-// accepted (DESIGN.md guarantee 9). The zero value waits for nothing: the
+// accepted (docs/architecture.md, Guarantees 9). The zero value waits for nothing: the
 // master's reply is the acknowledgement, as Redis replicates asynchronously.
 type Durability struct {
 	// Replicas is how many replicas must have a write (WAIT) before it is

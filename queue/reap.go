@@ -33,7 +33,7 @@ const (
 // sweepSeen is the most index entries one reap looks at, and sweepChecks
 // the most of them it may search for in flight (or among a legacy entry's
 // scores): what bounds the sweep's share of a reap script to a few
-// thousand commands whatever the slot holds (DESIGN.md, guarantee 10). Each
+// thousand commands whatever the slot holds (docs/architecture.md, Guarantees 10). Each
 // entry costs a binary search at its score; a search in flight costs one per
 // distinct lease deadline (claimed or renewed batches in flight).
 const (

@@ -73,7 +73,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 //     the exact layout too: a value of 2^31 or more, a fraction or a
 //     negative is one score to them, and "123.0" is 123. No lookup costs
 //     more than the members it touches: never a loop over the spread of
-//     due times (DESIGN.md, guarantee 10).
+//     due times (docs/architecture.md, Guarantees 10).
 //   - the ids HASH (KEYS[7], ":ids"): id -> member, what every version
 //     before 1.5 wrote for every envelope, and what this one still writes for
 //     an envelope that is not canonical (an id JSON must escape, fields in

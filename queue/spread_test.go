@@ -17,8 +17,8 @@ import (
 	"github.com/delaybridge/delaybridge/queue"
 )
 
-// slowScript is the SLOWLOG duration that fails a script (DESIGN.md,
-// guarantee 10: 10 ms in SLOWLOG is a bug).
+// slowScript is the SLOWLOG duration that fails a script (docs/architecture.md,
+// Guarantees 10: 10 ms in SLOWLOG is a bug).
 const slowScript = 10 * time.Millisecond
 
 // farDues are the latest due times each front door accepts: the largest

@@ -130,7 +130,8 @@ func (p *Plan) Write(ctx context.Context, rdb redis.UniversalClient, key func(me
 }
 
 // ProducerKey is the scheduled set of a member of a raw topic computed the
-// way DESIGN.md tells a producer in any language: `<prefix>:{<topic>:<slot>}`
+// way docs/architecture.md (Redis key layout) tells a producer in any
+// language: `<prefix>:{<topic>:<slot>}`
 // with slot CRC32-IEEE(member) & (slots-1). It does not ask package queue,
 // so a test that schedules through it also checks that the daemon reads the
 // documented layout.
