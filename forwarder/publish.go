@@ -28,9 +28,12 @@ type delivery struct {
 	spans   *publishSpans // nil unless tracing (trace.go)
 	// spanStore is what spans points to: no allocation of its own.
 	spanStore publishSpans
-	// ticks: some of members are recurrences' ticks, whose next ticks are
-	// computed from the moment of the sink's answer (the gap rule).
-	ticks bool
+	// vouched are the members the claim vouched for as recurrences' ticks
+	// (queue.Claimed.Tick; nil: none), whose next ticks are computed from
+	// the moment of the sink's answer (the gap rule). Every stage after the
+	// claim asks this set, never the member's bytes: a member that only
+	// looks like a tick is the plain message it is.
+	vouched map[string]bool
 	// came is the local time the sink's answer came, once done is closed;
 	// zero when not stamped (await then takes its own time).
 	came time.Time
@@ -65,6 +68,12 @@ func (s *scanner) prepare(b batch) *delivery {
 	d := &delivery{b: b, msgs: make([]sinks.Message, 0, len(b.claimed)), members: make([]string, 0, len(b.claimed)),
 		indexed: s.topic.Format == queue.FormatEnvelope}
 	for _, c := range b.claimed {
+		if c.Tick {
+			if d.vouched == nil {
+				d.vouched = map[string]bool{}
+			}
+			d.vouched[c.Member] = true
+		}
 		dm, err := s.topic.DecodeClaimed(c)
 		if err != nil {
 			d.failures = append(d.failures, queue.Failure{Member: c.Member, Permanent: true, Reason: err.Error()})
@@ -83,7 +92,6 @@ func (s *scanner) prepare(b batch) *delivery {
 		}
 		d.msgs = append(d.msgs, m)
 		d.members = append(d.members, c.Member)
-		d.ticks = d.ticks || queue.IsTick(c.Member)
 	}
 	return d
 }
@@ -133,7 +141,7 @@ func (s *scanner) start(ctx context.Context, d *delivery) {
 	d.spans = s.startSpans(d)
 	if st, ok := s.topic.Sink.(sinks.Starter); ok {
 		d.done, d.result = st.Start(ctx, d.msgs)
-		if d.ticks {
+		if len(d.vouched) > 0 {
 			d.stampAnswer(ctx)
 		}
 		return

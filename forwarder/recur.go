@@ -8,7 +8,8 @@ import (
 	"github.com/delaybridge/delaybridge/queue"
 )
 
-// A recurrence's tick (queue.IsTick) is claimed, published, retried and
+// A recurrence's tick (a member the claim vouched for: queue.Claimed.Tick,
+// delivery.vouched) is claimed, published, retried and
 // dead-lettered like any message. Settling it differs in one step: the
 // script that acknowledges it also writes the recurrence's next tick, and a
 // tick that dies writes its next tick first, so a dead tick never stops its
@@ -20,11 +21,13 @@ import (
 
 // deadTicks are the ticks among failures that outs says died: advanced
 // again after the fact (a no-op for those sortOut found final), in case one
-// had failed more often than its claim said.
-func deadTicks(failures []queue.Failure, outs []queue.Outcome) []string {
+// had failed more often than its claim said. vouched holds the group's
+// vouched ticks (settlement.tickAt): a failure absent from it is a plain
+// message, whatever its bytes look like.
+func deadTicks(failures []queue.Failure, outs []queue.Outcome, vouched map[string]time.Time) []string {
 	var ticks []string
 	for i, out := range outs {
-		if out == queue.Dead && queue.IsTick(failures[i].Member) {
+		if _, tick := vouched[failures[i].Member]; out == queue.Dead && tick {
 			ticks = append(ticks, failures[i].Member)
 		}
 	}

@@ -17,14 +17,14 @@ const maxGroup = 2000
 
 // ackDelay is how long confirmed messages may wait to be acked, so that a
 // trickle of small batches takes one Redis round trip every tenth of a
-// second instead of one per batch: an ack is a script call, and at 20 ms the
-// acks were half of a steady slot's calls (the steady bench: 2.7 Redis
-// commands per message at 20 ms, 2.1 at 100 ms). They stay in flight
-// meanwhile: a crash in this window costs a duplicate after the lease, never
-// a loss. They no longer count against the slot's in-flight cap
-// (MaxInflightBatches counts a batch until its confirm), so the next claim
-// overlaps their ack: with one batch in flight, claim, confirm and ack no
-// longer follow one another.
+// second instead of one per batch: an ack is a script call, and acking each
+// small batch at once makes acks a large share of a steady slot's Redis
+// calls (bench/ measures it: docs/performance.md, What makes it fast). They
+// stay in flight meanwhile: a crash in this window costs a duplicate after
+// the lease, never a loss. They no longer count against the slot's
+// in-flight cap (MaxInflightBatches counts a batch until its confirm), so
+// the next claim overlaps their ack: with one batch in flight, claim,
+// confirm and ack no longer follow one another.
 const ackDelay = 100 * time.Millisecond
 
 // settleLoop waits for each delivery's answer in order and records the
@@ -217,7 +217,7 @@ func sortOut(group []*delivery, retry backoff.Policy, maxAttempts int) settlemen
 	for _, d := range group {
 		st.failures = append(st.failures, d.failures...)
 		for _, f := range d.failures {
-			if queue.IsTick(f.Member) {
+			if d.vouched[f.Member] {
 				st.final = append(st.final, f.Member) // undecodable: it dies
 				st.answeredAt(f.Member, d)
 			}
@@ -249,7 +249,7 @@ func sortOut(group []*delivery, retry backoff.Policy, maxAttempts int) settlemen
 				Permanent: o == outcomePermanent,
 				Reason:    e.Error(),
 			})
-			if queue.IsTick(d.members[i]) {
+			if d.vouched[d.members[i]] {
 				st.answeredAt(d.members[i], d)
 				if o == outcomePermanent || d.msgs[i].Attempt >= maxAttempts {
 					st.final = append(st.final, d.members[i])
@@ -263,7 +263,7 @@ func sortOut(group []*delivery, retry backoff.Policy, maxAttempts int) settlemen
 // confirmed files d's ith message, which the broker confirmed, as an ack:
 // a tick's (recur.go) or a plain one's, with its envelope id.
 func (st *settlement) confirmed(d *delivery, i int) {
-	if queue.IsTick(d.members[i]) {
+	if d.vouched[d.members[i]] {
 		st.ackTicks = append(st.ackTicks, d.members[i])
 		st.answeredAt(d.members[i], d)
 		return
@@ -303,7 +303,7 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 	s.settleTicks(ctx, st.final, false, st.tickAt)
 	outs := s.retry(ctx, st.failures, st.noDestination)
 	s.traceDead(group, st.failures, outs)
-	s.settleTicks(ctx, deadTicks(st.failures, outs), false, st.tickAt)
+	s.settleTicks(ctx, deadTicks(st.failures, outs, st.tickAt), false, st.tickAt)
 }
 
 // ack forgets the confirmed members of st; their envelope ids were decoded

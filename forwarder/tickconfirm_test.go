@@ -165,7 +165,7 @@ func TestTickAnswerIsStampedWhenItComesNotWhenTheSettlerTakesIt(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sinkDone := make(chan struct{})
-	d := &delivery{done: sinkDone, result: func() error { return nil }, ticks: true}
+	d := &delivery{done: sinkDone, result: func() error { return nil }, vouched: map[string]bool{"tick": true}}
 	d.stampAnswer(ctx)
 	close(sinkDone)
 	came := time.Now()
