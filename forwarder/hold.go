@@ -10,13 +10,12 @@ import (
 // otherwise be a claim of its own (at 250 messages/s a slot sees one every
 // 4 ms); a window of 100 ms claims some 25 at once, and the scanner keeps
 // them in memory until each falls due. The wider the window, the fewer the
-// claims; a message claimed ahead waits on a Go timer, which fires up to a
-// millisecond late in a process with little else to do. With the scheduler
-// on both processors 100 ms made messages claimed ahead later (lateness p50 1.3-1.4
-// -> 1.5-1.9 ms), and 20 ms was the compromise; on one processor (see
-// internal/procs) 100 ms costs a tenth to a third of a millisecond at p50
-// for 40% less Redis CPU (steady quick: 30-48 -> 18-32 µs per message) and
-// less daemon CPU (docs/performance.md).
+// claims and the less Redis and daemon CPU per message; the price is a
+// message claimed ahead waiting on a Go timer, which fires up to a
+// millisecond late in a busy process. With the daemon on one processor (see
+// internal/procs) 100 ms costs a fraction of a millisecond of lateness;
+// bench/ measures both sides (docs/performance.md), the runs that chose
+// the value are in this constant's git history.
 const claimAhead = 100 * time.Millisecond
 
 // lookAhead is the look-ahead of the scanner's claims: claimAhead, at most

@@ -34,14 +34,17 @@ const retryJitter = 0.2
 // ahead. The claimed messages not yet settled are capped (see inflight), so
 // a slow broker slows claiming instead of moving the backlog into flight.
 //
-// One batch goes through the stages in this order, a file each, and never
-// back: claimLoop (claim.go) asks the gate (gate.go) how many it may claim,
-// claims them and gives the gate back what it did not use; handOver
-// (hold.go) keeps what was claimed ahead until due; publish (publish.go)
-// hands it to the sink; settleLoop (settle.go) classifies the broker's
-// answers once and records them in Redis, recurrences' ticks through
-// recur.go. A stage uses the types and helpers of the stages before it,
-// never those of a later one; run, here, wires them. inflight.go and
+// One batch goes through the stages in this order, a file each: claimLoop
+// (claim.go) asks the gate (gate.go) how many it may claim, claims them and
+// gives the gate back what it did not use; handOver (hold.go) keeps what
+// was claimed ahead until due; publish (publish.go) hands it to the sink;
+// settleLoop (settle.go) classifies the broker's answers once and records
+// them in Redis, recurrences' ticks through recur.go. The claimer runs the
+// first two stages itself: claimLoop calls hold.go's handOver, part and
+// lookAhead, and hold.go uses claim.go's batch and aheadClaim. From the
+// handover on a batch only moves forward: publish uses the claim's types,
+// settle those of publish (delivery, outcomeOf), and neither calls back
+// into an earlier stage. run, here, wires them. inflight.go and
 // lease.go hold the state they share (how much is in flight, the leases to
 // renew), putback.go the two ways every stage writes: redisRetry, and
 // putBack for members that go back without an attempt.

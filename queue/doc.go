@@ -47,9 +47,12 @@
 // control's state (rate limits, run-time limits, held and environment reports)
 // is package flowstate's, on FlowKeys.
 //
-// Every script touches the keys of exactly one topic×slot, and all keys of a
-// slot share one Redis Cluster hash tag, so every call runs on one node and is
-// atomic there. "Now" is always Redis's own TIME, read inside the scripts, so
+// Every slot script touches the keys of exactly one topic×slot, and all keys
+// of a slot share one Redis Cluster hash tag, so every such call runs on one
+// node and is atomic there. The membership scripts (the heartbeat, the live
+// set, the served report) each touch one key of the prefix (ReplicasKey,
+// ServedKey), never a slot's; docs/architecture.md (Scripts) lists every
+// script with its KEYS. "Now" is always Redis's own TIME, read inside the scripts, so
 // replicas whose clocks disagree still agree on what is due.
 //
 // Guarantees this package provides to the forwarder:

@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -143,16 +144,24 @@ func TestFullBatchesAreExportedAtOnceTheRestAtTheDelayOrFlush(t *testing.T) {
 }
 
 // TestSpansWaitAtMostTheDelay: spans fewer than a batch are exported once
-// the schedule delay has passed, with no flush.
+// the schedule delay has passed, with no flush: each group within the delay
+// and a margin for a loaded host (spanMargin), far less than the export
+// timeout or a second delay would take.
 func TestSpansWaitAtMostTheDelay(t *testing.T) {
+	const delay = 250 * time.Millisecond
+	const spanMargin = 500 * time.Millisecond // scheduling on 2 loaded cores
 	exp := &recordingExporter{}
-	tp, _ := provider(t, exp, batchConfig{delay: 20 * time.Millisecond, timeout: time.Second, maxQueue: 100, maxBatch: 50})
-	start := time.Now()
-	endSpans(tp, 3, "a")
-	waitExported(t, exp, 3)
-	endSpans(tp, 2, "b")
-	waitExported(t, exp, 5)
-	t.Logf("5 spans exported in %v with a 20 ms delay", time.Since(start))
+	tp, _ := provider(t, exp, batchConfig{delay: delay, timeout: 5 * time.Second, maxQueue: 100, maxBatch: 50})
+	for i, group := range []struct {
+		n, total int
+	}{{3, 3}, {2, 5}} {
+		ended := time.Now()
+		endSpans(tp, group.n, "g"+strconv.Itoa(i))
+		waitExported(t, exp, group.total)
+		if waited := time.Since(ended); waited > delay+spanMargin {
+			t.Errorf("group %d: %d spans exported %v after they ended, want at most the %v delay (+%v margin)", i, group.n, waited, delay, spanMargin)
+		}
+	}
 }
 
 // TestAFullQueueDropsSpansCountedWithoutHoldingTheCaller: while the
