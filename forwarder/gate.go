@@ -84,19 +84,22 @@ func (g *gate) admit(ctx context.Context, wait, backlogged bool) (p permit, ok b
 	if limit <= 0 {
 		return p, true
 	}
-	p.n, p.granted, p.after, ok = g.flowRoom(ctx, limit, wait)
+	epoch := p.epoch
+	p, ok = g.flowRoom(ctx, limit, wait)
+	p.epoch = epoch
 	return p, ok
 }
 
-// flowRoom is admit's flow control part: how many of limit the topic's
-// limits let the claim take (n), how many of them the rate limiter granted,
-// and whether it is asked after the claim instead.
-func (g *gate) flowRoom(ctx context.Context, limit int, wait bool) (n, granted int, after, ok bool) {
+// flowRoom is admit's flow control part, a permit without its epoch: how
+// many of limit the topic's limits let the claim take (n), how many of them
+// the rate limiter granted, and whether it is asked after the claim
+// instead. ok is false when ctx ended.
+func (g *gate) flowRoom(ctx context.Context, limit int, wait bool) (p permit, ok bool) {
 	ft := g.flow
 	if !ft.limited() {
-		return limit, 0, false, true
+		return permit{n: limit}, true
 	}
-	after = !g.rateBound && ft.rateNow() > 0
+	after := !g.rateBound && ft.rateNow() > 0
 	var since time.Time
 	why := ""
 	defer func() {
@@ -111,19 +114,20 @@ func (g *gate) flowRoom(ctx context.Context, limit int, wait bool) (n, granted i
 		d := depthInterval - time.Since(r.at)
 		reason := heldQueue
 		if room > 0 && after {
-			return room, 0, true, true
+			return permit{n: room, after: true}, true
 		}
 		if room > 0 {
+			var n, granted int
 			n, granted, d = g.permits(ctx, room, retry)
 			if n > 0 {
 				ft.unclaimed(room - n)
-				return n, granted, false, true
+				return permit{n: n, granted: granted}, true
 			}
 			ft.unclaimed(room)
 			reason = heldRate
 		}
 		if !wait || ctx.Err() != nil {
-			return 0, 0, false, ctx.Err() == nil
+			return permit{}, ctx.Err() == nil
 		}
 		if why != reason {
 			if !since.IsZero() {
@@ -136,7 +140,7 @@ func (g *gate) flowRoom(ctx context.Context, limit int, wait bool) (n, granted i
 		// takes effect within limitsInterval, never after the old limit's
 		// wait (at 1e-9/s it was 31 years).
 		if !sleep(ctx, min(max(d, time.Millisecond), limitsInterval), changed) {
-			return 0, 0, false, false
+			return permit{}, false
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package forwarder
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -33,5 +34,29 @@ func TestLeaseKeeperRunsOnlyWhileSomethingIsLeased(t *testing.T) {
 	l.track([]queue.Claimed{{Member: "c"}}, now)
 	if started != 2 {
 		t.Fatalf("keepers started after the first ended = %d, want 2", started)
+	}
+}
+
+// TestLeasesRenewOnlyBatchesOlderThanTheCutoffAndForgetDropped: stale lists
+// the members of tracked batches whose lease was set before the cutoff and
+// marks them renewed, so the next call skips them; a dropped batch is never
+// renewed again.
+func TestLeasesRenewOnlyBatchesOlderThanTheCutoffAndForgetDropped(t *testing.T) {
+	l := newLeases()
+	t0 := time.Unix(1000, 0)
+	old := l.track([]queue.Claimed{{Member: "a"}, {Member: "b"}}, t0)
+	l.track([]queue.Claimed{{Member: "c"}}, t0.Add(10*time.Second))
+	got, _ := l.stale(t0.Add(5*time.Second), t0.Add(6*time.Second))
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("stale = %q, want the batch set before the cutoff", got)
+	}
+	if got, _ := l.stale(t0.Add(5*time.Second), t0.Add(7*time.Second)); len(got) != 0 {
+		t.Errorf("stale right after a renewal = %q, want none", got)
+	}
+	l.drop(old)
+	got, _ = l.stale(t0.Add(time.Minute), t0.Add(time.Minute))
+	if !slices.Equal(got, []string{"c"}) {
+		t.Errorf("stale after drop = %q, want only c", got)
 	}
 }

@@ -193,7 +193,7 @@ func (o *ownership) beat(ctx context.Context, out chan<- beat) {
 // forwards (queue.ReportServed) when the live replicas change, else after
 // three quarters of a TTL (the report lives a TTL), and has the report's
 // answer then; on the other beats it reads the reports in the heartbeat's
-// round trip (queue.HeartbeatServed: one HGETALL beside the script, which
+// round trip (queue.Beat: one HGETALL beside the script, which
 // drops expired replicas only when there are some, so an idle beat costs
 // no more commands than before the reports were read). So a report that
 // appears or changes moves the slots at the next heartbeat. A report or a
@@ -210,7 +210,9 @@ func (o *ownership) heartbeat(ctx context.Context, sent time.Time) (queue.Replic
 	if due {
 		set, err = o.q.Heartbeat(ctx, o.prefix, o.replica, o.ttl)
 	} else {
-		set, fw, readErr, err = o.q.HeartbeatServed(ctx, o.prefix, o.replica, o.ttl)
+		var b queue.Beat
+		b, err = o.q.Beat(ctx, o.prefix, o.replica, o.ttl)
+		set, fw, readErr = b.Set, b.Forwarding, b.ReadErr
 	}
 	if err != nil {
 		return set, fw, err

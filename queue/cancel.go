@@ -64,11 +64,11 @@ func (q *Queue) CancelID(ctx context.Context, t Topic, id string) (bool, error) 
 // refuseTick is ErrTick when id names a recurrence's tick that waits or is
 // in flight (nil otherwise, and when it names no tick).
 func (q *Queue) refuseTick(ctx context.Context, t Topic, id string) error {
-	member, slot, isTick, err := q.tickOfID(ctx, t, id)
+	member, slot, err := q.tickOfID(ctx, t, id)
 	if err != nil {
 		return fmt.Errorf("cancel id %q: %w", id, err)
 	}
-	if !isTick {
+	if member == "" {
 		return nil
 	}
 	e, found, err := q.inspect(ctx, t, slot, member, "")

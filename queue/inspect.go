@@ -51,11 +51,11 @@ func (q *Queue) InspectID(ctx context.Context, t Topic, id string) (Entry, error
 	if err != nil || found {
 		return e, err
 	}
-	member, tslot, isTick, err := q.tickOfID(ctx, t, id)
+	member, tslot, err := q.tickOfID(ctx, t, id)
 	if err != nil {
 		return Entry{}, fmt.Errorf("inspect id %q: %w", id, err)
 	}
-	if isTick {
+	if member != "" {
 		if e, found, err := q.inspect(ctx, t, tslot, member, ""); err != nil || found {
 			return e, err
 		}

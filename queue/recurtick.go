@@ -74,13 +74,13 @@ func TickID(id string, at time.Time) string {
 
 // tickOfID is the member and slot of the tick a tick id (TickID) names,
 // built from its recurrence as it stands (the slot of the recurrence's id,
-// or of an older slot count: slotCandidates). isTick is false when id is
-// not a tick id or its recurrence does not exist; the member is then not
-// necessarily live: the caller looks.
-func (q *Queue) tickOfID(ctx context.Context, t Topic, id string) (member string, slot int, isTick bool, err error) {
+// or of an older slot count: slotCandidates). member is "" when id is not
+// a tick id or its recurrence does not exist (a tick member never is); the
+// member is not necessarily live: the caller looks.
+func (q *Queue) tickOfID(ctx context.Context, t Topic, id string) (member string, slot int, err error) {
 	rid, ok := recurrenceOfTick(id)
 	if !ok {
-		return "", 0, false, nil
+		return "", 0, nil
 	}
 	for _, slot := range t.slotCandidates([]byte(rid)) {
 		k := t.Keys(slot)
@@ -89,16 +89,16 @@ func (q *Queue) tickOfID(ctx context.Context, t Topic, id string) (member string
 			continue
 		}
 		if err != nil {
-			return "", 0, false, fmt.Errorf("find recurrence %q in %s: %w", rid, k.Recur, err)
+			return "", 0, fmt.Errorf("find recurrence %q in %s: %w", rid, k.Recur, err)
 		}
 		// "<version>\0<next ms>\0<last ms>\0<rest>" (recurLua)
 		f := strings.SplitN(v, "\x00", 4)
 		if len(f) != 4 {
-			return "", 0, false, fmt.Errorf("%w %q in %s", errBadRecurrence, rid, k.Recur)
+			return "", 0, fmt.Errorf("%w %q in %s", errBadRecurrence, rid, k.Recur)
 		}
-		return tickPrefix + f[0] + "\x00" + id[len(rid)+1:] + "\x00" + f[3], slot, true, nil
+		return tickPrefix + f[0] + "\x00" + id[len(rid)+1:] + "\x00" + f[3], slot, nil
 	}
-	return "", 0, false, nil
+	return "", 0, nil
 }
 
 // recurrenceOfTick is the recurrence id of tick id "<id>@<ms>" (TickID);

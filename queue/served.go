@@ -109,13 +109,34 @@ func (q *Queue) ServedBy(ctx context.Context, prefix string, live []string) (For
 	return forwardingOf(live, vals), nil
 }
 
-// HeartbeatServed is Heartbeat that also reads, in the same round trip (a
+// Beat is what one heartbeat answers ((*Queue).Beat): the live set and who
+// forwards what among it.
+type Beat struct {
+	// Set is the live set the heartbeat wrote and read.
+	Set ReplicaSet
+	// Forwarding is who forwards what among Set.Live; empty when ReadErr.
+	Forwarding Forwarding
+	// ReadErr says the reports could not be read, though the heartbeat was
+	// written (Set is then valid).
+	ReadErr error
+}
+
+// HeartbeatServed is Beat with its answer in four results.
+//
+// Deprecated: use Beat, whose one error is the heartbeat's and
+// whose Beat.ReadErr is the reports'.
+func (q *Queue) HeartbeatServed(ctx context.Context, prefix, id string, ttl time.Duration) (set ReplicaSet, fw Forwarding, readErr, err error) {
+	b, err := q.Beat(ctx, prefix, id, ttl)
+	return b.Set, b.Forwarding, b.ReadErr, err
+}
+
+// Beat is Heartbeat that also reads, in the same round trip (a
 // pipeline of the heartbeat script and an HGETALL of ServedKey), who
 // forwards what among the live replicas it returns: a daemon sees a report
 // appear or change at its next heartbeat at no extra wait. err is the
-// heartbeat's; readErr, with err nil, says the reports could not be read
-// (fw is then empty).
-func (q *Queue) HeartbeatServed(ctx context.Context, prefix, id string, ttl time.Duration) (set ReplicaSet, fw Forwarding, readErr, err error) {
+// heartbeat's; Beat.ReadErr, with err nil, says the reports could not be
+// read (Beat.Forwarding is then empty).
+func (q *Queue) Beat(ctx context.Context, prefix, id string, ttl time.Duration) (Beat, error) {
 	key := ReplicasKey(prefix)
 	pipe := q.rdb.Pipeline()
 	hb := heartbeatScript.EvalSha(ctx, pipe, []string{key}, id, ttl.Milliseconds(), flag(false))
@@ -131,14 +152,15 @@ func (q *Queue) HeartbeatServed(ctx context.Context, prefix, id string, ttl time
 		all = q.rdb.HGetAll(ctx, ServedKey(prefix))
 	}
 	if err != nil {
-		return ReplicaSet{}, Forwarding{}, nil, fmt.Errorf("heartbeat %s in %s: %w", id, key, err)
+		return Beat{}, fmt.Errorf("heartbeat %s in %s: %w", id, key, err)
 	}
-	if set, err = parseReplicaSet(key, res); err != nil {
-		return ReplicaSet{}, Forwarding{}, nil, fmt.Errorf("heartbeat %s: %w", id, err)
+	set, err := parseReplicaSet(key, res)
+	if err != nil {
+		return Beat{}, fmt.Errorf("heartbeat %s: %w", id, err)
 	}
 	served, err := all.Result()
 	if err != nil {
-		return set, Forwarding{}, fmt.Errorf("read the topics the replicas forward in %s: %w", ServedKey(prefix), err), nil
+		return Beat{Set: set, ReadErr: fmt.Errorf("read the topics the replicas forward in %s: %w", ServedKey(prefix), err)}, nil
 	}
 	vals := make([]any, len(set.Live))
 	for i, r := range set.Live {
@@ -146,7 +168,7 @@ func (q *Queue) HeartbeatServed(ctx context.Context, prefix, id string, ttl time
 			vals[i] = v
 		}
 	}
-	return set, forwardingOf(set.Live, vals), nil, nil
+	return Beat{Set: set, Forwarding: forwardingOf(set.Live, vals)}, nil
 }
 
 // forwardingOf pairs live with their reports (vals[i] is live[i]'s: a
