@@ -42,7 +42,8 @@ func TestHeartbeatOnARedisThatLostItsScriptsNeedsNoScriptLoad(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		set, fw, readErr, err := q.HeartbeatServed(ctx, prefix, "a", time.Minute)
+		b, err := q.Beat(ctx, prefix, "a", time.Minute)
+		set, fw, readErr := b.Set, b.Forwarding, b.ReadErr
 		if err != nil || readErr != nil {
 			t.Fatalf("heartbeat %d (script cache flushed before the second): %v, read %v", i+1, err, readErr)
 		}
