@@ -32,12 +32,12 @@ type batch struct {
 	// epoch is the inflight epoch the claim was made in.
 	epoch uint64
 	// lease is the batch's handle in the scanner's leases, set when it is
-	// handed over (hold.go).
+	// handed over (ahead.go).
 	lease uint64
 }
 
 // aheadClaim is the batch of one claim that the scanner has not handed
-// over in full yet (hold.go): part of it may be claimed ahead, not due yet.
+// over in full yet (ahead.go): part of it may be claimed ahead, not due yet.
 type aheadClaim struct {
 	batch
 	// msgs are the messages not handed over yet, in score order: the tail
@@ -78,24 +78,24 @@ func (h *aheadClaim) dueBy(m queue.Claimed) time.Time {
 }
 
 // claimLoop claims batches in score order and hands each to handoff, until
-// ctx ends. Messages claimed ahead wait until due (hold.go); a message
+// ctx ends. Messages claimed ahead wait until due (ahead.go); a message
 // announced as due before them meanwhile is claimed at once if there is room.
 func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 	retry := backoff.New(backoff.Policy{Min: claimRetryMin, Max: min(s.pollInterval(), claimRetryMax), Jitter: retryJitter})
 	backlogged := false // the last claim was full: more is due
 	var ahead []aheadClaim
-	defer s.gate.rest(ctx)
+	defer s.budget.rest(ctx)
 	for ctx.Err() == nil {
 		// With nothing claimed ahead the claimer waits for a connected
 		// sink and for room; while messages claimed ahead wait it does not
-		// (they must be handed over on time): the gate may admit none.
+		// (they must be handed over on time): the claim budget may admit none.
 		wait := len(ahead) == 0
 		if wait && !s.waitSink(ctx) {
 			return
 		}
-		p, ok := s.gate.admit(ctx, wait, backlogged)
+		p, ok := s.budget.admit(ctx, wait, backlogged)
 		if !ok {
-			s.returnAhead(ctx, ahead)
+			s.releaseAhead(ctx, ahead)
 			return
 		}
 		limit := p.n
@@ -136,7 +136,7 @@ func (s *scanner) claimLoop(ctx context.Context, handoff func(batch)) {
 				s.reaps.note(s.key, time.Now())
 			}
 		}
-		s.gate.rest(ctx) // what was due is drained
+		s.budget.rest(ctx) // what was due is drained
 		if !s.nap(ctx, target, s.skew) {
 			return
 		}
@@ -150,13 +150,13 @@ type round struct {
 	back    int  // how many it took that the rate limit refused (put back)
 }
 
-// claimAdmitted claims as many messages as the gate admitted (p) and adds
-// them to ahead, then gives the gate back what the claim did not use; the
+// claimAdmitted claims as many messages as the claim budget admitted (p) and adds
+// them to ahead, then gives the claim budget back what the claim did not use; the
 // tail the rate limit refused goes back at once.
 func (s *scanner) claimAdmitted(ctx context.Context, p permit, retry *backoff.Backoff, ahead *[]aheadClaim) round {
 	var r round
 	r.c, r.claimed = s.claim(ctx, p.n, p.epoch, retry, ahead, len(*ahead) == 0)
-	if refused := s.gate.takeBack(ctx, p, len(r.c.Messages), r.c.Dead, r.claimed); refused > 0 {
+	if refused := s.budget.takeBack(ctx, p, len(r.c.Messages), r.c.Dead, r.claimed); refused > 0 {
 		r.back = s.refuse(ctx, ahead, refused)
 	}
 	return r
@@ -177,7 +177,7 @@ func (s *scanner) refuse(ctx context.Context, ahead *[]aheadClaim, n int) int {
 	for i, m := range rest {
 		members[i] = m.Member
 	}
-	s.putBack(ctx, members, backRefused)
+	s.release(ctx, members, backRefused)
 	s.in.settle(n)
 	return n
 }
@@ -204,7 +204,7 @@ func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *bac
 	}
 	s.health.ok()
 	retry.Reset()
-	s.gate.paused = c.Paused
+	s.budget.paused = c.Paused
 	s.skew = c.Now.Sub(before.Add(after.Sub(before) / 2))
 	if c.Dead > 0 {
 		s.m.Dead.WithLabelValues(s.topic.Name).Add(float64(c.Dead))

@@ -12,7 +12,7 @@ import (
 
 // Flow control, per topic: a rate limit shared by every replica through
 // Redis (flowstate.Acquire), and a destination queue depth above which the
-// topic holds. Both act before a claim (gate.go), so held messages stay in
+// topic holds. Both act before a claim (budget.go), so held messages stay in
 // the scheduled set: never lost, never early, in order, and their lateness
 // includes the wait. A topic without a limit costs nothing per batch: its
 // scanners never call the limiter. Limits changed at run time (delaybridge

@@ -12,15 +12,15 @@
 //
 // A scanner is a pipeline with a file per stage, in the order a batch takes
 // them: scanner.go (the scanner and its lifecycle), claim.go (claim a batch,
-// nap until the next is due, wait for the sink), gate.go (flow control's
+// nap until the next is due, wait for the sink), budget.go (flow control's
 // answer to how many a claim may take, and what it did not use taken back),
-// hold.go (messages claimed ahead wait until due), publish.go (prepare the
+// ahead.go (messages claimed ahead wait until due), publish.go (prepare the
 // messages, start the publish), settle.go (await the broker's answer,
 // classify it once, write it to Redis) and recur.go (a recurrence's tick
 // writes its next tick as it settles); beside them inflight.go (the cap on
 // claimed messages and the slot-order rules after a lost connection),
-// lease.go (renewing the leases of slow batches) and putback.go (the Redis
-// writes every stage shares: redisRetry, and putBack for members that go
+// lease.go (renewing the leases of slow batches) and release.go (the Redis
+// writes every stage shares: redisRetry, and release for members that go
 // back without an attempt).
 //
 // Around the scanners, each background loop is a small service of its own

@@ -12,7 +12,7 @@ import (
 )
 
 // Whether a topic is held by its flow control is known only here, in the
-// scanners that wait (gate.go). heldReporter tells stats and the console: every
+// scanners that wait (budget.go). heldReporter tells stats and the console: every
 // heldInterval it reports each topic that one of this replica's scanners
 // held since the last report (flowstate.ReportHeld: why, and the hold queue's
 // depth last read), renewing the report while the topic stays held and

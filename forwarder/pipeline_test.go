@@ -96,7 +96,7 @@ func TestNextBatchIsStartedWhileTheBrokerConfirmsAndInflightIsCapped(t *testing.
 }
 
 // gateSink fails its first Publish as a lost connection once the test opens
-// the gate; later calls succeed.
+// the claim budget; later calls succeed.
 type gateSink struct {
 	recordSink
 	gate  chan struct{}

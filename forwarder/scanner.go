@@ -35,19 +35,19 @@ const retryJitter = 0.2
 // a slow broker slows claiming instead of moving the backlog into flight.
 //
 // One batch goes through the stages in this order, a file each: claimLoop
-// (claim.go) asks the gate (gate.go) how many it may claim, claims them and
-// gives the gate back what it did not use; handOver (hold.go) keeps what
+// (claim.go) asks the claim budget (budget.go) how many it may claim, claims them and
+// gives the claim budget back what it did not use; handOver (ahead.go) keeps what
 // was claimed ahead until due; publish (publish.go) hands it to the sink;
 // settleLoop (settle.go) classifies the broker's answers once and records
 // them in Redis, recurrences' ticks through recur.go. The claimer runs the
-// first two stages itself: claimLoop calls hold.go's handOver, part and
-// lookAhead, and hold.go uses claim.go's batch and aheadClaim. From the
+// first two stages itself: claimLoop calls ahead.go's handOver, part and
+// lookAhead, and ahead.go uses claim.go's batch and aheadClaim. From the
 // handover on a batch only moves forward: publish uses the claim's types,
 // settle those of publish (delivery, outcomeOf), and neither calls back
 // into an earlier stage. run, here, wires them. inflight.go and
 // lease.go hold the state they share (how much is in flight, the leases to
-// renew), putback.go the two ways every stage writes: redisRetry, and
-// putBack for members that go back without an attempt.
+// renew), release.go the two ways every stage writes: redisRetry, and
+// release for members that go back without an attempt.
 type scanner struct {
 	cfg scannerConfig
 	q   *queue.Queue
@@ -65,8 +65,8 @@ type scanner struct {
 	// skew is Redis's clock minus the local clock at the last claim (the
 	// claimer's own; nap converts Redis times with it).
 	skew time.Duration
-	// gate is the slot's door to its topic's flow control (gate.go).
-	gate *gate
+	// budget is how much the slot may claim: its room in flight and its topic's flow control (budget.go).
+	budget *claimBudget
 	// What the replica shares with the scanner: the keyspace mode in force
 	// (the poll interval), the reaper's schedule (leases set), the slots'
 	// alarms (a recurrence's next tick) and the repeating-failure log.
@@ -109,7 +109,7 @@ func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 		in:     in,
 		leases: newLeases(),
 		log:    log,
-		gate: &gate{in: in, batch: opt.BatchSize, most: opt.MaxInflightBatches * opt.BatchSize,
+		budget: &claimBudget{in: in, batch: opt.BatchSize, most: opt.MaxInflightBatches * opt.BatchSize,
 			flow: f.flows[k.topic], fs: f.flowState, health: f.health, topic: t.Topic, m: f.m, log: log},
 		ks:      &f.ks,
 		reaps:   f.reaps,

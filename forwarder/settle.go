@@ -77,7 +77,7 @@ func (s *scanner) settleLoop(ctx context.Context, sent <-chan *delivery) {
 			// Confirmed: the batch leaves the in-flight count now and its
 			// ack waits; what is lost or refused stays counted until
 			// recorded (the slot's order after a loss needs that).
-			s.in.settle(h.release(d))
+			s.in.settle(h.confirmed(d))
 			h.arm()
 		}
 		d = nil
@@ -87,11 +87,11 @@ func (s *scanner) settleLoop(ctx context.Context, sent <-chan *delivery) {
 // unrecorded are the awaited deliveries not recorded yet: fully confirmed ones
 // wait up to ackDelay to be acked together.
 type unrecorded struct {
-	group    []*delivery
-	n        int // messages in group
-	released int // of n, those already settled in the in-flight count
-	timer    *time.Timer
-	timing   bool // timer runs
+	group     []*delivery
+	n         int // messages in group
+	uncounted int // of n, those already out of the in-flight count (confirmed)
+	timer     *time.Timer
+	timing    bool // timer runs
 }
 
 func newUnrecorded() *unrecorded {
@@ -113,19 +113,19 @@ func (h *unrecorded) arm() {
 	}
 }
 
-// release marks d's messages, confirmed, as settled in the in-flight count
+// confirmed marks d's messages, confirmed, as settled in the in-flight count
 // before their ack, and returns how many they are.
-func (h *unrecorded) release(d *delivery) int {
+func (h *unrecorded) confirmed(d *delivery) int {
 	n := len(d.b.claimed)
-	h.released += n
+	h.uncounted += n
 	return n
 }
 
 // take empties h and returns what it had and how many of its messages still
-// count in flight (those not released at their confirm).
+// count in flight (those not taken out at their confirm).
 func (h *unrecorded) take() ([]*delivery, int) {
-	group, n := h.group, h.n-h.released
-	h.group, h.n, h.released = nil, 0, 0
+	group, n := h.group, h.n-h.uncounted
+	h.group, h.n, h.uncounted = nil, 0, 0
 	if h.timing {
 		h.timer.Stop()
 		h.timing = false
@@ -299,7 +299,7 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 		s.m.Failures.WithLabelValues(s.topic.Name, o.String()).Add(float64(n))
 	}
 	s.ack(ctx, &st)
-	s.release(ctx, st.releases, st.unsent, st.blocked)
+	s.releaseLost(ctx, st.releases, st.unsent, st.blocked)
 	s.settleTicks(ctx, st.final, false, st.tickAt)
 	outs := s.retry(ctx, st.failures, st.noDestination)
 	s.traceDead(group, st.failures, outs)
@@ -322,14 +322,15 @@ func (s *scanner) ack(ctx context.Context, st *settlement) {
 	}
 }
 
-// release returns members without an attempt; unsent of them were never
-// published, blocked of them refused while the broker blocks publishing (the
-// sink logs the block once, not each batch it turns back).
-func (s *scanner) release(ctx context.Context, members []string, unsent, blocked int) {
+// releaseLost releases members the connection lost or left unsent (back
+// without an attempt); unsent of them were never published, blocked of them
+// refused while the broker blocks publishing (the sink logs the block once,
+// not each batch it turns back).
+func (s *scanner) releaseLost(ctx context.Context, members []string, unsent, blocked int) {
 	if len(members) == 0 {
 		return
 	}
-	s.putBack(ctx, members, backUnsettled)
+	s.release(ctx, members, backUnsettled)
 	if lost := len(members) - unsent - blocked; lost > 0 {
 		s.repeats.Add(slog.LevelWarn, s.topic.Name, "publish failed on the connection; returned without an attempt", lost, "")
 	}

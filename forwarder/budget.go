@@ -10,11 +10,11 @@ import (
 	"github.com/delaybridge/delaybridge/queue"
 )
 
-// The gate is where one scanner decides how much it claims, in two calls
-// per claim: admit answers how many messages the claim may take now (the
-// slot's in-flight room, then its topic's flow control, flow.go: the queue
-// depth limit's room and the rate limit's permits), and
-// takeBack, once the claim has run, takes back what it did not use: the
+// The claim budget is where one scanner decides how much it claims, in two
+// calls per claim: admit answers how many messages the claim may take now
+// (the slot's in-flight room, then its topic's flow control, flow.go: the
+// queue depth limit's room and the rate limit's permits), and takeBack,
+// once the claim has run, takes back what it did not use: the
 // queue depth's room at once, the permits with the slot's next Acquire, or
 // on their own before it naps (rest), so a slot with less due than it was
 // granted does not keep the other slots' share and a short claim in a
@@ -24,7 +24,7 @@ import (
 // On a topic with a rate limit the claim usually runs first (admit asks
 // nothing of the rate limit) and takeBack asks for what it took: one
 // Acquire for a claim, none for an empty one. The tail it does not grant
-// goes back (putBack), and the slot asks before claiming from then until it
+// goes back (release), and the slot asks before claiming from then until it
 // naps (rateBound).
 
 // After a failed grant the scanner waits acquireRetryMin, doubling up to
@@ -34,9 +34,9 @@ const (
 	acquireRetryMax = 2 * time.Second
 )
 
-// gate is one scanner's claim budget: its in-flight cap and its topic's
+// claimBudget is one scanner's claim budget: its in-flight cap and its topic's
 // flow control.
-type gate struct {
+type claimBudget struct {
 	in *inflight
 	// batch is the most one claim takes, most the most in flight.
 	batch, most int
@@ -72,7 +72,7 @@ type permit struct {
 // backlogged, see inflight.waitRoom), then for the topic's flow control (a
 // held topic). Without, it does not wait and may admit none. ok is false
 // when ctx ended.
-func (g *gate) admit(ctx context.Context, wait, backlogged bool) (p permit, ok bool) {
+func (g *claimBudget) admit(ctx context.Context, wait, backlogged bool) (p permit, ok bool) {
 	var limit int
 	if wait {
 		if limit, p.epoch, ok = g.in.waitRoom(ctx, g.batch, g.most, backlogged); !ok {
@@ -94,7 +94,7 @@ func (g *gate) admit(ctx context.Context, wait, backlogged bool) (p permit, ok b
 // many of limit the topic's limits let the claim take (n), how many of them
 // the rate limiter granted, and whether it is asked after the claim
 // instead. ok is false when ctx ended.
-func (g *gate) flowRoom(ctx context.Context, limit int, wait bool) (p permit, ok bool) {
+func (g *claimBudget) flowRoom(ctx context.Context, limit int, wait bool) (p permit, ok bool) {
 	ft := g.flow
 	if !ft.limited() {
 		return permit{n: limit}, true
@@ -148,7 +148,7 @@ func (g *gate) flowRoom(ctx context.Context, limit int, wait bool) (p permit, ok
 // permits asks the rate limiter for up to want permits (all of them when
 // the topic has no rate limit). n is how many the claim may take, granted
 // how many came from the limiter; when none, wait is how long until some.
-func (g *gate) permits(ctx context.Context, want int, retry *backoff.Backoff) (n, granted int, wait time.Duration) {
+func (g *claimBudget) permits(ctx context.Context, want int, retry *backoff.Backoff) (n, granted int, wait time.Duration) {
 	rate := g.flow.rateNow()
 	if rate <= 0 {
 		return want, 0, 0
@@ -174,7 +174,7 @@ func (g *gate) permits(ctx context.Context, want int, retry *backoff.Backoff) (n
 // p.after it asks the rate limit for the took messages, with the permits
 // owed; refused is how many of them (the claim's tail) it did not grant:
 // the caller puts them back. A failed Acquire refuses them all.
-func (g *gate) takeBack(ctx context.Context, p permit, took, dead int, claimed bool) (refused int) {
+func (g *claimBudget) takeBack(ctx context.Context, p permit, took, dead int, claimed bool) (refused int) {
 	switch {
 	case !claimed:
 		g.flow.unclaimed(p.n)
@@ -213,7 +213,7 @@ func (g *gate) takeBack(ctx context.Context, p permit, took, dead int, claimed b
 // trip, before the scanner naps or stops (unused, they would lower the
 // topic's rate until the window forgets them), and lets the next claim run
 // first again: what was due is drained.
-func (g *gate) rest(ctx context.Context) {
+func (g *claimBudget) rest(ctx context.Context) {
 	g.rateBound = false
 	back, rate := g.owed, g.flow.rateNow()
 	g.owed = 0
@@ -231,7 +231,7 @@ func (g *gate) rest(ctx context.Context) {
 
 // hold records that the scanner starts waiting for its topic's flow
 // control, for reason; unhold that it stopped.
-func (g *gate) hold(reason string) time.Time {
+func (g *claimBudget) hold(reason string) time.Time {
 	g.flow.sawHeld(reason)
 	if g.flow.heldBy(reason).Add(1) == 1 {
 		g.m.Held.WithLabelValues(g.topic.Name, reason).Set(1)
@@ -239,7 +239,7 @@ func (g *gate) hold(reason string) time.Time {
 	return time.Now()
 }
 
-func (g *gate) unhold(reason string, since time.Time) {
+func (g *claimBudget) unhold(reason string, since time.Time) {
 	if g.flow.heldBy(reason).Add(-1) == 0 {
 		g.m.Held.WithLabelValues(g.topic.Name, reason).Set(0)
 	}

@@ -77,7 +77,7 @@ func (s *scanner) handOver(ctx context.Context, ahead []aheadClaim, listen bool,
 			wake = s.alarm.C
 		}
 		if _, alive := sleepOrWake(ctx, time.Until(next), wake); !alive {
-			s.returnAhead(ctx, ahead)
+			s.releaseAhead(ctx, ahead)
 			return nil, false
 		}
 	}
@@ -109,17 +109,17 @@ func (s *scanner) handDue(ahead *[]aheadClaim, handoff func(batch)) (next time.T
 	return next, score
 }
 
-// returnAhead puts members claimed ahead back in the scheduled set at their
+// releaseAhead puts members claimed ahead back in the scheduled set at their
 // due times, without an attempt, when the scanner stops before they fall
-// due (putBack; if Redis fails, the reaper returns them after their lease).
-func (s *scanner) returnAhead(ctx context.Context, ahead []aheadClaim) {
+// due (release; if Redis fails, the reaper returns them after their lease).
+func (s *scanner) releaseAhead(ctx context.Context, ahead []aheadClaim) {
 	var members []string
 	for _, h := range ahead {
 		for _, m := range h.msgs {
 			members = append(members, m.Member)
 		}
 	}
-	if s.putBack(ctx, members, backStopping) && len(members) > 0 {
+	if s.release(ctx, members, backStopping) && len(members) > 0 {
 		s.log.Info("returned messages claimed ahead, not due yet", "count", len(members))
 	}
 	s.in.settle(len(members))

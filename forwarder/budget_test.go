@@ -24,7 +24,7 @@ func (s *budgetSink) QueueDepth(context.Context) (int, error)        { return in
 // budget is one slot's claim budget over a topic with flow, on a replica
 // forwarding every slot alone, with no Redis: the limits it exercises
 // (room in flight, hold-above) are this replica's.
-func budget(t *testing.T, flow Flow, sink sinks.Sink, batch, most int) *gate {
+func budget(t *testing.T, flow Flow, sink sinks.Sink, batch, most int) *claimBudget {
 	t.Helper()
 	topic := Topic{Topic: queue.Topic{Name: "b"}, Sink: sink}
 	f := &Forwarder{
@@ -33,7 +33,7 @@ func budget(t *testing.T, flow Flow, sink sinks.Sink, batch, most int) *gate {
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	ft := newFlowTopic(f, topic)
-	return &gate{in: newInflight(&ft.unsettled), batch: batch, most: most, flow: ft, topic: topic.Topic, m: f.m, log: f.log}
+	return &claimBudget{in: newInflight(&ft.unsettled), batch: batch, most: most, flow: ft, topic: topic.Topic, m: f.m, log: f.log}
 }
 
 // TestClaimBudgetAdmitsTheRoomInFlightAtMostABatch: on a topic without

@@ -8,7 +8,7 @@ import (
 )
 
 // Every stage of the pipeline writes to Redis the same way, with the two
-// helpers here: redisRetry for one write, putBack for members that go back
+// helpers here: redisRetry for one write, release for members that go back
 // to the scheduled set without an attempt. They sit beside the stages, not
 // in one of them, so no stage calls into a later one.
 
@@ -46,7 +46,7 @@ func (s *scanner) redisRetry(ctx context.Context, op string, fn func(context.Con
 	}
 }
 
-// Why members go back without an attempt (putBack's why, in its logs).
+// Why members go back without an attempt (release's why, in its logs).
 const (
 	// backRefused: the rate limit did not grant the tail of a claim.
 	backRefused = "not granted by the rate limit"
@@ -57,14 +57,14 @@ const (
 	backUnsettled = "not confirmed"
 )
 
-// putBack returns members to the scheduled set at their due times, without
+// release returns members to the scheduled set at their due times, without
 // an attempt, and counts them released once Redis has them. Every stage
 // puts members back through it, with one error policy: redisRetry's (for
 // half a lease, once after ctx ended); members it could not put back stay
 // in flight, and the reaper returns them after their lease (counted
 // reaped). It reports whether they went back. The caller settles them out
 // of flight (inflight.settle), as it does for every other outcome.
-func (s *scanner) putBack(ctx context.Context, members []string, why string) bool {
+func (s *scanner) release(ctx context.Context, members []string, why string) bool {
 	if len(members) == 0 {
 		return true
 	}
