@@ -160,15 +160,20 @@ func TestAMQPIntakeDeadLettersBadDelayAndOversizedBodyWithReasons(t *testing.T) 
 	r.publish(t, "k", amqp091.Publishing{MessageId: "past", Headers: amqp091.Table{sinks.HeaderDue: int64(-1)}, Body: []byte("x")})
 	r.publish(t, "k", amqp091.Publishing{MessageId: "bad-app", AppId: "\xff", Body: []byte("x")})
 	r.publish(t, "k", amqp091.Publishing{MessageId: "good", Headers: amqp091.Table{"x-delay": 60000}, Body: []byte("ok")})
+	// without a message id: dead under its generated id, of the reserved form
+	r.publish(t, "k", amqp091.Publishing{Headers: amqp091.Table{"x-delay": "later"}, Body: []byte("anonymous")})
 	q := queue.New(f.rdb)
 	var dead []queue.DeadMessage
-	waitFor(t, 20*time.Second, "four dead messages", func() bool {
+	waitFor(t, 20*time.Second, "five dead messages", func() bool {
 		dead, _ = q.DeadList(context.Background(), f.topic, queue.AllSlots, 0)
-		return len(dead) == 4
+		return len(dead) == 5
 	})
 	reasons := map[string]string{}
 	for _, d := range dead {
 		reasons[d.ID] = d.Reason
+		if d.ID != "soon" && d.ID != "big" && d.ID != "past" && d.ID != "bad-app" && !strings.HasPrefix(d.ID, "~amqp:") {
+			t.Errorf("dead message %q: want the generated id ~amqp:<sha256>", d.ID)
+		}
 	}
 	for id, want := range map[string]string{"soon": `x-delay: "soon" is not a number`, "big": "body of 17 bytes", "past": "x-delaybridge-due", "bad-app": "properties.app_id"} {
 		if !strings.Contains(reasons[id], want) {
@@ -178,7 +183,7 @@ func TestAMQPIntakeDeadLettersBadDelayAndOversizedBodyWithReasons(t *testing.T) 
 	waitFor(t, 10*time.Second, "the good message scheduled and the queue empty", func() bool {
 		return f.scheduled(t) == 1 && r.depth(t, r.Queue) == 0
 	})
-	for reason, want := range map[string]float64{ReasonBadDelay: 1, ReasonTooLarge: 1, ReasonBadDue: 1, ReasonInvalid: 1} {
+	for reason, want := range map[string]float64{ReasonBadDelay: 2, ReasonTooLarge: 1, ReasonBadDue: 1, ReasonInvalid: 1} {
 		if got := f.counter(f.metrics.Rejected, "orders", reason); got != want {
 			t.Errorf("rejected{%s} = %v, want %v", reason, got, want)
 		}

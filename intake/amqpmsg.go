@@ -55,11 +55,13 @@ func (t Target) deliveryItem(d amqp091.Delivery, received time.Time) item {
 	return it
 }
 
-// deliveryID is the message id when it can name an envelope, else the hex
-// SHA-256 of body, routing key and every header (JSON with sorted keys), so
-// a redelivered message has the id it had the first time.
+// deliveryID is the message id when it can name an envelope and is not of
+// the form reserved for generated ids, else "~amqp:" and the hex SHA-256 of
+// body, routing key and every header (JSON with sorted keys), so a
+// redelivered message has the id it had the first time, and no producer can
+// give its own message that id first (queue.IntakeID).
 func deliveryID(d amqp091.Delivery) string {
-	if queue.CheckID(d.MessageId) == nil {
+	if ownID(d.MessageId) {
 		return d.MessageId
 	}
 	canon, _ := json.Marshal(struct {
@@ -68,7 +70,14 @@ func deliveryID(d amqp091.Delivery) string {
 		Headers    map[string]any `json:"headers"`
 	}{d.Body, d.RoutingKey, plainTable(d.Headers)})
 	sum := sha256.Sum256(canon)
-	return hex.EncodeToString(sum[:])
+	return queue.IntakeID("amqp", hex.EncodeToString(sum[:]))
+}
+
+// ownID reports whether a producer's id (an AMQP message-id, a Kafka
+// x-delaybridge-id header) can name its message: a valid id not of the form
+// reserved for the ids intakes generate.
+func ownID(id string) bool {
+	return queue.CheckID(id) == nil && !queue.IsIntakeID(id)
 }
 
 func deliveryProperties(d amqp091.Delivery) queue.Properties {

@@ -3,11 +3,13 @@ package intake
 import (
 	"context"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
+	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/delaybridge/delaybridge/queue"
 )
@@ -72,8 +74,8 @@ func TestDeliveryHeadersBecomeTextWithoutDelayHeaders(t *testing.T) {
 func TestDeliveryWithoutMessageIDGetsAStableIDOfItsContent(t *testing.T) {
 	d := amqp091.Delivery{RoutingKey: "rk", Body: []byte("b"), Headers: amqp091.Table{"h": "1", "x-delay": 10}}
 	a, b := deliveryID(d), deliveryID(d)
-	if a != b || len(a) != 64 {
-		t.Errorf("ids %q %q: want one hex SHA-256", a, b)
+	if a != b || len(a) != len("~amqp:")+64 || !strings.HasPrefix(a, "~amqp:") {
+		t.Errorf("ids %q %q: want one ~amqp:<hex SHA-256>", a, b)
 	}
 	for _, other := range []amqp091.Delivery{
 		{RoutingKey: "rk", Body: []byte("c"), Headers: d.Headers},
@@ -86,6 +88,11 @@ func TestDeliveryWithoutMessageIDGetsAStableIDOfItsContent(t *testing.T) {
 	}
 	if id := deliveryID(amqp091.Delivery{MessageId: "m-1", Body: []byte("b")}); id != "m-1" {
 		t.Errorf("id %q, want the message id", id)
+	}
+	// A producer's message-id of the reserved form is not its id: it could
+	// name a Kafka record's id, or another delivery's.
+	if id := deliveryID(amqp091.Delivery{MessageId: "~kafka:orders/0/7", Body: []byte("b")}); !strings.HasPrefix(id, "~amqp:") {
+		t.Errorf("id %q: a message-id of the reserved form must not be taken", id)
 	}
 }
 
@@ -142,5 +149,23 @@ func TestRelayStampsEachDeliveryWhenItArrives(t *testing.T) {
 		if r.DeliveryTag != uint64(i+1) || r.at.Before(before) || r.at.After(after) {
 			t.Errorf("delivery %d stamped %v, want between %v and %v", r.DeliveryTag, r.at, before, after)
 		}
+	}
+}
+
+// TestKafkaRecordWithoutIDGetsTheIntakesReservedForm: a record without an
+// x-delaybridge-id is named "~kafka:<topic>/<partition>/<offset>", a form no
+// producer can schedule; a header of that form is not taken as the id.
+func TestKafkaRecordWithoutIDGetsTheIntakesReservedForm(t *testing.T) {
+	r := kafkago.Message{Topic: "delays", Partition: 2, Offset: 7, Value: []byte("v")}
+	if id := (Target{}).recordItem(r).msg.ID; id != "~kafka:delays/2/7" {
+		t.Errorf("id %q, want ~kafka:delays/2/7", id)
+	}
+	r.Headers = []kafkago.Header{{Key: HeaderID, Value: []byte("~kafka:delays/2/8")}}
+	if id := (Target{}).recordItem(r).msg.ID; id != "~kafka:delays/2/7" {
+		t.Errorf("id %q: a header of the reserved form must not be taken", id)
+	}
+	r.Headers = []kafkago.Header{{Key: HeaderID, Value: []byte("own-1")}}
+	if id := (Target{}).recordItem(r).msg.ID; id != "own-1" {
+		t.Errorf("id %q, want the header's own-1", id)
 	}
 }

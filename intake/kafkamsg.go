@@ -19,10 +19,11 @@ const HeaderID = "x-delaybridge-id"
 // out) as they came, all byte for byte (a binary key or header value, the
 // empty key, which is not a null key); due when x-delaybridge-due says, or
 // x-delay after the record's timestamp. The id is the x-delaybridge-id header, else
-// <topic>/<partition>/<offset>, so a record read again is one message.
+// "~kafka:<topic>/<partition>/<offset>" (queue.IntakeID), so a record read
+// again is one message and no producer can take its id first.
 func (t Target) recordItem(r kafkago.Message) item {
 	it := item{msg: queue.Message{
-		ID:   fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset),
+		ID:   queue.IntakeID("kafka", fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset)),
 		Body: r.Value,
 	}}
 	if r.Key != nil && !t.OwnRoutingKey {
@@ -36,7 +37,7 @@ func (t Target) recordItem(r kafkago.Message) item {
 		case name == HeaderDue:
 			due = h.Value
 		case name == HeaderID:
-			if queue.CheckID(string(h.Value)) == nil {
+			if ownID(string(h.Value)) {
 				it.msg.ID = string(h.Value)
 			}
 		case strings.HasPrefix(name, queue.ReservedHeaderPrefix):

@@ -103,7 +103,7 @@ func (s *scheduler) schedule(ctx context.Context, items []item, good []int, errs
 	for j, i := range good {
 		batch[j] = queue.Item{Message: items[i].msg, When: items[i].when}
 	}
-	receipts, each := s.q.ScheduleEach(ctx, s.target.Topic, batch)
+	receipts, each := s.q.ScheduleIntake(ctx, s.target.Topic, batch)
 	scheduled, dups := 0, 0
 	for j, i := range good {
 		switch err := each[j]; {
@@ -128,15 +128,15 @@ func (s *scheduler) schedule(ctx context.Context, items []item, good []int, errs
 // bury puts a rejected item in the dead set, with its reason. A message an
 // envelope cannot carry as it is goes there with its id and body only.
 func (s *scheduler) bury(ctx context.Context, it *item) error {
-	member, err := s.target.Topic.Encode(it.msg)
+	member, err := s.target.Topic.EncodeIntake(it.msg)
 	if err != nil {
 		id := it.msg.ID
 		if queue.CheckID(id) != nil {
 			id = queue.MessageID(it.msg.Body)
 		}
-		member, err = s.target.Topic.Encode(queue.Message{ID: id, Body: it.msg.Body})
+		member, err = s.target.Topic.EncodeIntake(queue.Message{ID: id, Body: it.msg.Body})
 		if err != nil && id != queue.MessageID(it.msg.Body) { // an id the topic refuses (a tick's form)
-			member, err = s.target.Topic.Encode(queue.Message{ID: queue.MessageID(it.msg.Body), Body: it.msg.Body})
+			member, err = s.target.Topic.EncodeIntake(queue.Message{ID: queue.MessageID(it.msg.Body), Body: it.msg.Body})
 		}
 		if err != nil {
 			return fmt.Errorf("bury in %s: %w", s.target.Topic.Name, err)

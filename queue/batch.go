@@ -67,7 +67,7 @@ func (q *Queue) ScheduleBatch(ctx context.Context, t Topic, items []Item) ([]Rec
 	if t.envelope() {
 		items = withTraceItems(ctx, items)
 	}
-	puts, errs := t.prepare(items)
+	puts, errs := t.prepare(items, false)
 	if err := indexed(errs); err != nil {
 		return nil, fmt.Errorf("schedule batch in %s: %w", t.Name, err)
 	}
@@ -92,10 +92,21 @@ func (q *Queue) ScheduleBatch(ctx context.Context, t Topic, items []Item) ([]Rec
 // batch shares one pipeline: a round trip per slot's worth, not per message.
 // Each call wakes its slot once, for the earliest item it wrote.
 func (q *Queue) ScheduleEach(ctx context.Context, t Topic, items []Item) (receipts []Receipt, errs []error) {
+	return q.scheduleEach(ctx, t, items, false)
+}
+
+// ScheduleIntake is ScheduleEach for an intake: an item's id may have the
+// form reserved for the ids intakes generate (IntakeID), which every other
+// way of scheduling refuses.
+func (q *Queue) ScheduleIntake(ctx context.Context, t Topic, items []Item) (receipts []Receipt, errs []error) {
+	return q.scheduleEach(ctx, t, items, true)
+}
+
+func (q *Queue) scheduleEach(ctx context.Context, t Topic, items []Item, intake bool) (receipts []Receipt, errs []error) {
 	if t.envelope() {
 		items = withTraceItems(ctx, items)
 	}
-	puts, errs := t.prepare(items)
+	puts, errs := t.prepare(items, intake)
 	receipts = make([]Receipt, len(items))
 	q.write(ctx, t, puts, receipts, errs)
 	return receipts, errs
@@ -109,8 +120,8 @@ type put struct {
 }
 
 // prepare encodes and validates every item: errs[i] says why item i cannot be
-// scheduled.
-func (t Topic) prepare(items []Item) ([]put, []error) {
+// scheduled. intake allows the ids intakes generate (IntakeID).
+func (t Topic) prepare(items []Item, intake bool) ([]put, []error) {
 	puts := make([]put, len(items))
 	errs := make([]error, len(items))
 	for i, it := range items {
@@ -118,7 +129,7 @@ func (t Topic) prepare(items []Item) ([]put, []error) {
 			errs[i] = err
 			continue
 		}
-		member, err := t.Encode(it.Message)
+		member, err := t.encode(it.Message, intake)
 		if err != nil {
 			errs[i] = err
 			continue

@@ -30,7 +30,8 @@
 // members and the script that settles a tick and writes the next),
 // tickverify.go (a claimed member is a tick only when its recurrence vouches
 // for it: the Lua the claim script checks that with, DecodeClaimed) and
-// tickid.go (the tick id form, reserved for ticks); trace.go (a
+// tickid.go (the tick id form, reserved for ticks); intakeid.go (the id
+// form reserved for the ids intakes generate, IntakeID); trace.go (a
 // producer's W3C trace context, kept as an envelope's headers); durable.go
 // (Durability: what a write must reach before it is acknowledged, the WAIT
 // after it), replicagate.go (how many replicas count, read from INFO

@@ -64,8 +64,14 @@ func (t Topic) decodePlain(member string) (Message, error) {
 // Encode turns a message into the member that carries it on t. A raw topic
 // carries only the body, so a message with an id, headers or a routing key is
 // an error there. An envelope's id must not have the form of a recurrence
-// tick's id (checkOwnID).
-func (t Topic) Encode(m Message) ([]byte, error) {
+// tick's id, nor the form reserved for intakes (checkOwnID).
+func (t Topic) Encode(m Message) ([]byte, error) { return t.encode(m, false) }
+
+// EncodeIntake is Encode for an intake, whose generated ids (IntakeID) have
+// the reserved form.
+func (t Topic) EncodeIntake(m Message) ([]byte, error) { return t.encode(m, true) }
+
+func (t Topic) encode(m Message, intake bool) ([]byte, error) {
 	switch t.Format {
 	case "", FormatRaw:
 		if m.ID != "" || len(m.Headers) > 0 || m.RoutingKey != "" || m.EmptyKey || !m.Properties.IsZero() {
@@ -73,7 +79,7 @@ func (t Topic) Encode(m Message) ([]byte, error) {
 		}
 		return m.Body, nil
 	case FormatEnvelope:
-		err := checkOwnID(m.ID)
+		err := checkOwnID(m.ID, intake)
 		var b []byte
 		if err == nil {
 			b, err = EncodeEnvelope(m)

@@ -164,7 +164,7 @@ func (q *Queue) scheduleMember(ctx context.Context, t Topic, member []byte, when
 func (t Topic) scheduleCall(member []byte, when When) (scriptCall, Receipt, error) {
 	slot, id, err := t.Locate(member)
 	if err == nil && t.envelope() {
-		err = checkOwnID(id)
+		err = checkOwnID(id, false)
 	}
 	if err != nil {
 		return scriptCall{}, Receipt{}, fmt.Errorf("schedule: %w", err)

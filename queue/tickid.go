@@ -6,8 +6,14 @@ package queue
 // deliveries would carry one id, so an idempotent consumer would drop one.
 // The form is reserved on every topic (a recurrence may be set later).
 //
-// It refuses "." and ".." too (checkPathID).
-func checkOwnID(id string) error {
+// It refuses "." and ".." too (checkPathID), and the form of an intake's
+// generated id (checkReservedID) unless intake says the id is one.
+func checkOwnID(id string, intake bool) error {
+	if !intake {
+		if err := checkReservedID(id); err != nil {
+			return err
+		}
+	}
 	if _, ok := recurrenceOfTick(id); ok {
 		return invalid("id %q has the form <id>@<digits> of a recurrence tick's id, which is reserved", id)
 	}

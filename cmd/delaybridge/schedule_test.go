@@ -113,6 +113,7 @@ func TestScheduleCommandRefusesBadUsageWithExit2(t *testing.T) {
 		{[]string{"schedule", "orders", "--at", "1960-01-01T00:00:00Z", "--id", "a", "x"}, "before 1970"},
 		{[]string{"schedule", "legacy", "--id", "a", "x"}, "not in envelope format"},
 		{[]string{"schedule", "orders", "--id", strings.Repeat("i", 256), "x"}, "more than 255"},
+		{[]string{"schedule", "orders", "--id", "~kafka:orders/0/1", "x"}, "reserved for the ids intakes generate"},
 		{[]string{"schedule", "orders", "--header", "novalue", "x"}, "name=value"},
 		{[]string{"schedule", "orders", "--bogus", "x"}, "unknown flag --bogus"},
 		{[]string{"schedule", "orders", "--in"}, "flag --in needs a value"},

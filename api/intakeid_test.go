@@ -1,0 +1,29 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestAnIDOfTheIntakesReservedFormIsRefused: an id "~…" is the form the
+// intakes generate (queue.IntakeID): the API answers 400, alone or in a
+// batch, so no token holder can take an intake message's id first and have
+// it answered "duplicate" through the dedup window.
+func TestAnIDOfTheIntakesReservedFormIsRefused(t *testing.T) {
+	f := newFixture(t)
+	const post = "/v1/topics/orders/messages"
+	for _, id := range []string{"~kafka:orders/0/7", "~amqp:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"} {
+		r := f.do(http.MethodPost, post, fullToken, `{"id":"`+id+`","body":"early"}`)
+		if r.status != http.StatusBadRequest || r.code() != "invalid_message" {
+			t.Errorf("POST id %s = %d %s, want 400 invalid_message", id, r.status, r.raw)
+		}
+		r = f.do(http.MethodPost, post+":batch", fullToken, `{"messages":[{"id":"`+id+`","body":"early"}]}`)
+		if r.status/100 == 2 && !strings.Contains(r.raw, `"status":400`) {
+			t.Errorf("batch with id %s = %d %s, want its item refused with 400", id, r.status, r.raw)
+		}
+	}
+	if r := f.do(http.MethodPost, post, fullToken, `{"id":"orders/0/7","body":"x"}`); r.status/100 != 2 {
+		t.Errorf("an id of the intakes' old form is a producer's own: %d %s", r.status, r.raw)
+	}
+}
