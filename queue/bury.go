@@ -28,11 +28,21 @@ return 1
 // dead set's tools (list, requeue, purge) then apply to it. It returns the
 // slot the member went to: its id's on envelope topics when it is a valid
 // envelope, else its bytes'.
+//
+// A front door acks what it buried, so Bury is an acceptance like Schedule:
+// it waits for q's durability (WithDurability), refused with
+// ErrTooFewReplicas while too few replicas are connected and answering
+// ErrNotReplicated when the write is not confirmed; the caller then leaves
+// the message with its broker.
 func (q *Queue) Bury(ctx context.Context, t Topic, member []byte, reason string) (int, error) {
 	slot := t.SlotOf(member)
 	k := t.Keys(slot)
-	if err := buryScript.Run(ctx, q.rdb, slotKeys(k), member, reason).Err(); err != nil {
+	cmd, confirm := q.runConfirmed(ctx, buryScript, slotKeys(k), member, reason)
+	if err := cmd.Err(); err != nil {
 		return 0, fmt.Errorf("bury in %s: %w", k.Dead, full(err))
+	}
+	if confirm != nil {
+		return 0, fmt.Errorf("bury in %s: %w", k.Dead, confirm)
 	}
 	return slot, nil
 }

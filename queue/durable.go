@@ -48,8 +48,8 @@ func Unconfirmed(err error) bool {
 }
 
 // WithDurability returns a Queue whose acceptance paths (Schedule,
-// ScheduleMember, ScheduleBatch, ScheduleEach, SetRecurrence and
-// Reschedule) wait for d after their writes, on the connection that made
+// ScheduleMember, ScheduleBatch, ScheduleEach, ScheduleIntake, Bury,
+// SetRecurrence and Reschedule) wait for d after their writes, on the connection that made
 // them, one WAIT per pipeline (per node on Redis Cluster). The other
 // operations (claims, acks, cancels) are unchanged: a lost one repeats a
 // delivery or is repeated by its caller.

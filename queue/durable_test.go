@@ -97,6 +97,9 @@ func TestDurableAcceptanceWaitsForTheReplica(t *testing.T) {
 	if rc.ID != "held-1" {
 		t.Errorf("receipt of a write not confirmed: %+v, want the id written", rc)
 	}
+	if _, err := f.q.Bury(f.ctx, f.tp, []byte(`{"id":"held-bad","body":"x"}`), "intake: bad"); !errors.Is(err, ErrNotReplicated) {
+		t.Errorf("bury with the link held: err %v, want ErrNotReplicated", err)
+	}
 	_, each := f.q.ScheduleEach(f.ctx, f.tp, items[:5])
 	for i, err := range each {
 		if !Unconfirmed(err) {
@@ -118,8 +121,18 @@ func TestDurableAcceptanceWaitsForTheReplica(t *testing.T) {
 	if after := f.scheduledOn(t, f.master); after != before {
 		t.Errorf("a refused schedule wrote: %d members before, %d after", before, after)
 	}
-	if f.missed.Load() < 7 {
-		t.Errorf("Unconfirmed counted %d, want at least 7 (1 + 5 + 1)", f.missed.Load())
+	// A front door's dead-lettering is an acceptance too: refused alike,
+	// nothing written.
+	deadKey := f.tp.Keys(f.tp.SlotOfID("bad-1")).Dead
+	deadBefore := f.master.ZCard(f.ctx, deadKey).Val()
+	if _, err := f.q.Bury(f.ctx, f.tp, []byte(`{"id":"bad-1","body":"x"}`), "intake: bad"); !errors.Is(err, ErrTooFewReplicas) {
+		t.Errorf("bury with too few replicas: err %v, want ErrTooFewReplicas", err)
+	}
+	if n := f.master.ZCard(f.ctx, deadKey).Val(); n != deadBefore {
+		t.Errorf("a refused bury wrote: %d dead members before, %d after", deadBefore, n)
+	}
+	if f.missed.Load() < 9 {
+		t.Errorf("Unconfirmed counted %d, want at least 9 (1 + 1 + 5 + 1 + 1)", f.missed.Load())
 	}
 
 	f.r.Link.Restore()
