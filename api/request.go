@@ -39,6 +39,7 @@ func (s *Server) topicRoute(h topicHandler) http.Handler {
 				fmt.Sprintf("topic %q is not registered: a daemon forwarding it registers it", name))
 			return
 		}
+		spanTopic(r, name)
 		t := l.Topic(s.opts.Prefix)
 		if s.opts.MaxMessageSize != nil {
 			t.MaxMessageSize = s.opts.MaxMessageSize(name)

@@ -2,9 +2,7 @@ package api
 
 import (
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -20,6 +18,11 @@ var w3c = propagation.TraceContext{}
 // Tracer, starts the request's server span as its child: the schedule then
 // carries the span's context. A request without a traceparent and a
 // server without a tracer cost nothing.
+//
+// The span starts before authentication, so it carries nothing the caller
+// chose: the route's template (never the path), the method when it is one
+// the API knows ("_OTHER" else) and, later, the status. The topic is added
+// once the request is authorised for it (topicRoute: spanTopic).
 func (s *Server) startSpan(r *http.Request, route string) (*http.Request, trace.Span) {
 	if route == "" {
 		route = "unmatched"
@@ -34,13 +37,31 @@ func (s *Server) startSpan(r *http.Request, route string) (*http.Request, trace.
 		}
 		return r.WithContext(ctx), nil
 	}
-	ctx, span := s.opts.Tracer.Start(ctx, r.Method+" "+routePath(route), trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", routePath(route)),
-			attribute.String("url.path", r.URL.Path)))
-	if t := topicOf(route, r.URL.Path); t != "" {
-		span.SetAttributes(attribute.String("delaybridge.topic", t))
-	}
+	method := spanMethod(r.Method)
+	ctx, span := s.opts.Tracer.Start(ctx, method+" "+routePath(route), trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("http.request.method", method), attribute.String("http.route", routePath(route))))
 	return r.WithContext(ctx), span
+}
+
+// spanTopic names the topic on a request's span, once the request is
+// authorised for it and the topic is registered: a name the operator
+// chose, not any caller.
+func spanTopic(r *http.Request, topic string) {
+	if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+		span.SetAttributes(attribute.String("delaybridge.topic", topic))
+	}
+}
+
+// spanMethod is a request's method for a span: a method no route serves is
+// "_OTHER" (OpenTelemetry's HTTP conventions), so a caller cannot name
+// spans.
+func spanMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "_OTHER"
 }
 
 // endSpan ends a request's span with its status code (a 5xx is an error).
@@ -53,22 +74,6 @@ func endSpan(span trace.Span, status int) {
 		span.SetStatus(codes.Error, strconv.Itoa(status))
 	}
 	span.End()
-}
-
-// topicOf is the {topic} of a request's path (the mux has not matched it
-// yet: PathValue is empty here).
-func topicOf(route, path string) string {
-	if !strings.Contains(route, "{topic}") {
-		return ""
-	}
-	parts := strings.SplitN(strings.TrimPrefix(path, "/"), "/", 4)
-	if len(parts) < 3 || parts[0] != "v1" || parts[1] != "topics" {
-		return ""
-	}
-	if t, err := url.PathUnescape(parts[2]); err == nil {
-		return t
-	}
-	return parts[2]
 }
 
 // routePath is a ServeMux pattern without its method: "/v1/topics/{topic}/messages".

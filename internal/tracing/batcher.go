@@ -65,8 +65,12 @@ type batcher struct {
 
 	mu      sync.Mutex
 	pending []sdktrace.ReadOnlySpan
-	dropped int
-	stopped bool
+	// pendingBytes and exporting are spanBytes of the spans pending and of
+	// those being exported: together at most maxBytes (maxQueueBytes).
+	pendingBytes, exporting int
+	maxBytes                int
+	dropped                 int
+	stopped                 bool
 
 	full     chan struct{}      // a batch is waiting (capacity 1)
 	flushes  chan chan struct{} // ForceFlush: closed once what waited is exported
@@ -80,13 +84,14 @@ var _ sdktrace.SpanProcessor = (*batcher)(nil)
 // newBatcher starts a batcher exporting to exp; Shutdown stops it.
 func newBatcher(exp sdktrace.SpanExporter, cfg batchConfig, handle func(error)) *batcher {
 	b := &batcher{
-		exp:     exp,
-		cfg:     cfg,
-		handle:  handle,
-		full:    make(chan struct{}, 1),
-		flushes: make(chan chan struct{}),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		exp:      exp,
+		cfg:      cfg,
+		maxBytes: maxQueueBytes,
+		handle:   handle,
+		full:     make(chan struct{}, 1),
+		flushes:  make(chan chan struct{}),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	go b.run()
 	return b
@@ -96,20 +101,22 @@ func newBatcher(exp sdktrace.SpanExporter, cfg batchConfig, handle func(error)) 
 func (*batcher) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 
 // OnEnd queues a sampled span for export, or drops it, counted, when
-// maxQueue spans already wait: span volume is bounded here, never by
-// holding the caller.
+// maxQueue spans already wait or the spans held would pass maxBytes: span
+// volume and its memory are bounded here, never by holding the caller.
 func (b *batcher) OnEnd(s sdktrace.ReadOnlySpan) {
 	if !s.SpanContext().IsSampled() {
 		return
 	}
+	size := spanBytes(s)
 	b.mu.Lock()
-	if b.stopped || len(b.pending) >= b.cfg.maxQueue {
+	if b.stopped || len(b.pending) >= b.cfg.maxQueue || b.pendingBytes+b.exporting+size > b.maxBytes {
 		if !b.stopped {
 			b.dropped++
 		}
 		b.mu.Unlock()
 		return
 	}
+	b.pendingBytes += size
 	b.pending = append(b.pending, s)
 	full := len(b.pending) == b.cfg.maxBatch
 	b.mu.Unlock()
@@ -152,10 +159,16 @@ func (b *batcher) export(next []sdktrace.ReadOnlySpan) []sdktrace.ReadOnlySpan {
 	b.mu.Lock()
 	spans, dropped := b.pending, b.dropped
 	b.pending, b.dropped = next[:0], 0
+	b.exporting, b.pendingBytes = b.pendingBytes, 0
 	b.mu.Unlock()
 	if dropped > 0 {
-		b.handle(fmt.Errorf("dropped %d spans: %d were waiting to be exported (OTEL_BSP_MAX_QUEUE_SIZE)", dropped, b.cfg.maxQueue))
+		b.handle(fmt.Errorf("dropped %d spans: %d spans or %d MiB were waiting to be exported (OTEL_BSP_MAX_QUEUE_SIZE)", dropped, b.cfg.maxQueue, b.maxBytes>>20))
 	}
+	defer func() {
+		b.mu.Lock()
+		b.exporting = 0
+		b.mu.Unlock()
+	}()
 	for start := 0; start < len(spans); start += b.cfg.maxBatch {
 		batch := spans[start:min(start+b.cfg.maxBatch, len(spans))]
 		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.timeout)

@@ -33,6 +33,10 @@ import (
 // decodes both and compares them).
 type exporter struct {
 	client otlptrace.Client
+	// limit bounds every string value in characters (cleanText), behind
+	// the SDK's own AttributeValueLengthLimit; names and keys are made
+	// valid UTF-8 too, so one span cannot make a collector refuse a batch.
+	limit int
 
 	mu     sync.Mutex
 	enc    wireEncoder
@@ -61,12 +65,13 @@ type encodedScope struct {
 
 var _ sdktrace.SpanExporter = (*exporter)(nil)
 
-// newExporter starts client and returns an exporter that uploads through it.
-func newExporter(ctx context.Context, client otlptrace.Client) (*exporter, error) {
+// newExporter starts client and returns an exporter that uploads through
+// it, bounding string values to limit characters (≤ 0: no bound).
+func newExporter(ctx context.Context, client otlptrace.Client, limit int) (*exporter, error) {
 	if err := client.Start(ctx); err != nil {
 		return nil, fmt.Errorf("start OTLP client: %w", err)
 	}
-	return &exporter{client: client}, nil
+	return &exporter{client: client, limit: limit, enc: wireEncoder{limit: limit}}, nil
 }
 
 // ExportSpans encodes spans and uploads them in one request.
@@ -172,7 +177,7 @@ func resourceSeen(gs []spanGroup, r *resource.Resource) bool {
 // resource returns r encoded as an OTLP Resource.
 func (e *exporter) resource(r *resource.Resource) []byte {
 	if r != e.res {
-		var w wireEncoder
+		w := wireEncoder{limit: e.limit}
 		w.keyValuesIter(1, r.Iter())
 		e.res, e.resBytes = r, w.b
 	}
@@ -186,7 +191,7 @@ func (e *exporter) scopeBytes(s instrumentation.Scope) []byte {
 			return c.bytes
 		}
 	}
-	var w wireEncoder
+	w := wireEncoder{limit: e.limit}
 	w.str(1, s.Name)
 	w.str(2, s.Version)
 	w.keyValuesIter(3, s.Attributes.Iter())
@@ -198,7 +203,12 @@ func (e *exporter) scopeBytes(s instrumentation.Scope) []byte {
 
 // wireEncoder appends protobuf wire format to b. Scalars at their zero value
 // are left out, as proto3 does; a field of a oneof is always written.
-type wireEncoder struct{ b []byte }
+// Every string it writes is valid UTF-8, at most limit characters
+// (cleanText; limit ≤ 0: no bound).
+type wireEncoder struct {
+	b     []byte
+	limit int
+}
 
 // open starts a length-delimited field num and returns where its content
 // starts; close writes the length once the content is known.
@@ -230,7 +240,7 @@ func (w *wireEncoder) raw(num protowire.Number, msg []byte) {
 func (w *wireEncoder) str(num protowire.Number, s string) {
 	if s != "" {
 		w.b = protowire.AppendTag(w.b, num, protowire.BytesType)
-		w.b = protowire.AppendString(w.b, s)
+		w.b = protowire.AppendString(w.b, cleanText(s, w.limit))
 	}
 }
 
@@ -386,7 +396,7 @@ func (w *wireEncoder) anyValue(v attribute.Value) {
 		w.b = protowire.AppendFixed64(w.b, math.Float64bits(v.AsFloat64()))
 	case attribute.STRING:
 		w.b = protowire.AppendTag(w.b, 1, protowire.BytesType)
-		w.b = protowire.AppendString(w.b, v.AsString())
+		w.b = protowire.AppendString(w.b, cleanText(v.AsString(), w.limit))
 	case attribute.BYTESLICE:
 		w.b = protowire.AppendTag(w.b, 7, protowire.BytesType)
 		w.b = protowire.AppendBytes(w.b, v.AsByteSlice())

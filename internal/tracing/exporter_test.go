@@ -166,7 +166,7 @@ func TestExporterSendsWhatTheSDKExporterSends(t *testing.T) {
 	}
 
 	ours := newCollector(t)
-	exp, err := newExporter(ctx, ours.client())
+	exp, err := newExporter(ctx, ours.client(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestExporterGroupsSpansByResource(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sdkExp.Shutdown(ctx) }()
-	exp, err := newExporter(ctx, ours.client())
+	exp, err := newExporter(ctx, ours.client(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestExporterKeepsALinksTraceState(t *testing.T) {
 	stubs := variedSpans()[1:2]
 	stubs[0].Links[0].SpanContext = stubs[0].Links[0].SpanContext.WithTraceState(ts)
 	c := newCollector(t)
-	exp, err := newExporter(ctx, c.client())
+	exp, err := newExporter(ctx, c.client(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestExporterKeepsALinksTraceState(t *testing.T) {
 func TestExporterSendsNothingForNoSpans(t *testing.T) {
 	ctx := context.Background()
 	c := newCollector(t)
-	exp, err := newExporter(ctx, c.client())
+	exp, err := newExporter(ctx, c.client(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

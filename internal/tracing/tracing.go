@@ -104,6 +104,9 @@ func Check(getenv func(string) string) error {
 	if _, err := readBatchConfig(getenv); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := readValueLimit(getenv); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -119,7 +122,8 @@ func Setup(ctx context.Context, getenv func(string) string, version string, log 
 		return Tracing{}, nil
 	}
 	batch, _ := readBatchConfig(getenv) // checked above
-	exp, err := newExporter(ctx, otlptracehttp.NewClient())
+	limit, _ := readValueLimit(getenv)
+	exp, err := newExporter(ctx, otlptracehttp.NewClient(), limit)
 	if err != nil {
 		return Tracing{}, fmt.Errorf("OTLP trace exporter: %w", err)
 	}
@@ -137,6 +141,6 @@ func Setup(ctx context.Context, getenv func(string) string, version string, log 
 	// by holding a message.
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newBatcher(exp, batch, func(err error) {
 		log.Warn("tracing: spans lost", "err", err)
-	})), sdktrace.WithResource(res))
+	})), sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(spanLimits(limit)))
 	return Tracing{Provider: tp, sdk: tp}, nil
 }
