@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/delaybridge/delaybridge/queue"
 )
@@ -59,7 +60,7 @@ func classify(err error) *apiError {
 	case errors.Is(err, queue.ErrTooLarge):
 		return refuse(http.StatusRequestEntityTooLarge, "body_too_large", err.Error())
 	case errors.Is(err, queue.ErrBadDueTime):
-		return refuse(http.StatusUnprocessableEntity, "bad_due_time", err.Error())
+		return refuse(http.StatusUnprocessableEntity, "bad_due_time", from(err, queue.ErrBadDueTime))
 	case errors.Is(err, queue.ErrNotFound):
 		// The queue's words name its keys: say it without them.
 		return refuse(http.StatusNotFound, "not_found", "no message with this id is scheduled (never, or cancelled, delivered or dead)")
@@ -72,15 +73,26 @@ func classify(err error) *apiError {
 	case errors.Is(err, queue.ErrLayoutMismatch):
 		return refuse(http.StatusConflict, "layout_mismatch", err.Error())
 	case errors.Is(err, queue.ErrNotReplicated):
-		return refuse(http.StatusServiceUnavailable, "not_replicated", err.Error())
+		return refuse(http.StatusServiceUnavailable, "not_replicated", from(err, queue.ErrNotReplicated))
 	case errors.Is(err, queue.ErrTooFewReplicas):
-		return refuse(http.StatusServiceUnavailable, "too_few_replicas", err.Error())
+		return refuse(http.StatusServiceUnavailable, "too_few_replicas", from(err, queue.ErrTooFewReplicas))
 	default:
 		// Redis's own words and the keys they name are the operator's
 		// business, not the client's: fail logs them.
 		return &apiError{status: http.StatusServiceUnavailable, code: "unavailable",
 			msg: "the queue cannot be reached or did not answer: retry later"}
 	}
+}
+
+// from is err's text from sentinel's on: what the queue says about the
+// refusal, without the context it was wrapped in (the Redis key a write
+// went to is the operator's business; fail logs it).
+func from(err, sentinel error) string {
+	text := err.Error()
+	if i := strings.Index(text, sentinel.Error()); i >= 0 {
+		return text[i:]
+	}
+	return sentinel.Error()
 }
 
 // fail answers err; a failure of Redis is logged (a refusal is the

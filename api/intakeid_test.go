@@ -1,9 +1,12 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // TestAnIDOfTheIntakesReservedFormIsRefused: an id "~…" is the form the
@@ -25,5 +28,18 @@ func TestAnIDOfTheIntakesReservedFormIsRefused(t *testing.T) {
 	}
 	if r := f.do(http.MethodPost, post, fullToken, `{"id":"orders/0/7","body":"x"}`); r.status/100 != 2 {
 		t.Errorf("an id of the intakes' old form is a producer's own: %d %s", r.status, r.raw)
+	}
+}
+
+// TestRefusalsNameNoRedisKey: a 503 or 422 the queue's errors cause says
+// why, never which key the write went to (the queue wraps its errors in
+// "schedule in <prefix>:{<topic>:<slot>}: …" for the operator's log).
+func TestRefusalsNameNoRedisKey(t *testing.T) {
+	for _, sentinel := range []error{queue.ErrNotReplicated, queue.ErrTooFewReplicas, queue.ErrBadDueTime} {
+		err := fmt.Errorf("schedule in dq:{orders:0}: %w: 0 of 1 replicas confirmed within 500ms", sentinel)
+		ae := classify(err)
+		if strings.Contains(ae.msg, "dq:{") || !strings.HasPrefix(ae.msg, sentinel.Error()) || !strings.Contains(ae.msg, "0 of 1") {
+			t.Errorf("%v answered %d %q: want the refusal from %q on, without the key", sentinel, ae.status, ae.msg, sentinel.Error())
+		}
 	}
 }

@@ -3,6 +3,7 @@ package forwarder
 import (
 	"context"
 	"encoding/hex"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -155,8 +156,18 @@ func (s *scanner) startSpans(d *delivery) *publishSpans {
 // propagation.TraceContext's Inject does (a test holds them equal), in place
 // of the trace context headers held (an invalid sc leaves the traceparent
 // held): the traceparent formatted into one string without a builder.
+//
+// A held header whose name is a trace context header's in another case
+// (Traceparent, TRACESTATE) goes too: a consumer that reads names without
+// regard to case would otherwise see two, and might take the producer's.
 func setTraceContext(headers map[string]string, sc trace.SpanContext) {
 	delete(headers, queue.HeaderTraceState)
+	for name := range headers {
+		if (len(name) == len(queue.HeaderTraceParent) || len(name) == len(queue.HeaderTraceState)) &&
+			name != queue.HeaderTraceParent && (strings.EqualFold(name, queue.HeaderTraceParent) || strings.EqualFold(name, queue.HeaderTraceState)) {
+			delete(headers, name)
+		}
+	}
 	if !sc.IsValid() {
 		return
 	}

@@ -49,3 +49,18 @@ func TestSetTraceContextWritesWhatInjectWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestSetTraceContextDropsTraceHeadersOfAnyCase: a message's own headers
+// named Traceparent or TRACESTATE (header names are case-insensitive to
+// HTTP and to many consumers) never reach the consumer beside the
+// daemon's traceparent; other headers stay.
+func TestSetTraceContextDropsTraceHeadersOfAnyCase(t *testing.T) {
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled})
+	h := map[string]string{"Traceparent": "00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01", "TRACESTATE": "evil=1",
+		"TraceState": "x=2", "traceparentx": "kept", "other": "kept"}
+	setTraceContext(h, sc)
+	want := map[string]string{queue.HeaderTraceParent: "00-01000000000000000000000000000000-0200000000000000-01", "traceparentx": "kept", "other": "kept"}
+	if !maps.Equal(h, want) {
+		t.Errorf("headers %v, want %v", h, want)
+	}
+}
