@@ -3,7 +3,6 @@ package api
 import (
 	"fmt"
 	"net/http"
-	"path"
 	"strings"
 
 	"github.com/delaybridge/delaybridge/queue"
@@ -29,7 +28,7 @@ func (s *Server) routingKeyAllowed(t queue.Topic, l queue.Layout, key string) *a
 			return nil
 		}
 		return refuse(http.StatusForbidden, "routing_key_forbidden", fmt.Sprintf(
-			"topic %s takes no routing_key: its messages go with the topic's own; the operator allows keys with DELAYBRIDGE_TOPIC_<NAME>_ROUTING_KEYS (patterns such as orders.*)", t.Name))
+			"topic %s takes no routing_key: its messages go with the topic's own; the operator allows keys with DELAYBRIDGE_TOPIC_<NAME>_ROUTING_KEYS (AMQP topic patterns such as orders.*, orders.#)", t.Name))
 	}
 	for _, p := range pats {
 		if routingKeyMatches(p, key) {
@@ -40,14 +39,43 @@ func (s *Server) routingKeyAllowed(t queue.Topic, l queue.Layout, key string) *a
 		"routing_key %s is not allowed in topic %s: it must match one of %s", jsonQuote(key), t.Name, strings.Join(pats, ",")))
 }
 
-// routingKeyMatches is path.Match, except that "*" alone matches every key
-// (path.Match's "*" stops at '/'): the way to keep the behaviour of
-// before ROUTING_KEYS. A malformed pattern (refused at configuration) matches
-// nothing.
+// routingKeyMatches matches key against pattern as a RabbitMQ topic
+// exchange matches a routing key against a binding key, the words an
+// operator of an AMQP topic thinks in: both split at '.', "*" matches
+// exactly one word, "#" zero or more words, any other word only itself
+// ("orders.*" takes "orders.eu", not "orders.eu.admin"; "#" takes every
+// key). The patterns were checked at configuration (a word holding '*' or
+// '#' beside other characters is refused there).
 func routingKeyMatches(pattern, key string) bool {
-	if pattern == "*" {
-		return true
+	return topicMatch(strings.Split(pattern, "."), strings.Split(key, "."))
+}
+
+func topicMatch(pat, words []string) bool {
+	for len(pat) > 0 {
+		switch pat[0] {
+		case "#":
+			for len(pat) > 1 && pat[1] == "#" { // "#.#" is "#"
+				pat = pat[1:]
+			}
+			if len(pat) == 1 {
+				return true
+			}
+			for i := range len(words) + 1 {
+				if topicMatch(pat[1:], words[i:]) {
+					return true
+				}
+			}
+			return false
+		case "*":
+			if len(words) == 0 {
+				return false
+			}
+		default:
+			if len(words) == 0 || words[0] != pat[0] {
+				return false
+			}
+		}
+		pat, words = pat[1:], words[1:]
 	}
-	ok, err := path.Match(pattern, key)
-	return ok && err == nil
+	return len(words) == 0
 }

@@ -16,7 +16,7 @@ import (
 // in a batch too, where only the forbidden item is refused.
 func TestRoutingKeyOutsideTheTopicsPatternsIsForbidden(t *testing.T) {
 	f := newFixture(t)
-	for _, key := range []string{"other-topics-queue", "eu", "us.orders", "eu.orders/x", "amq.gen-queue"} {
+	for _, key := range []string{"other-topics-queue", "eu", "us.orders", "eu.orders.admin", "amq.gen-queue"} {
 		r := f.do("POST", "/v1/topics/orders/messages", ordersOnlyToken, `{"id":"forged","body":"x","routing_key":"`+key+`"}`)
 		f.want(r, http.StatusForbidden, "routing_key_forbidden")
 		if msg := r.json["error"].(string); !strings.Contains(msg, "topic orders") || !strings.Contains(msg, "eu.*,r") {
@@ -64,17 +64,22 @@ func TestRoutingKeyDefaultsBySink(t *testing.T) {
 	f.want(f.do("POST", "/v1/topics/small/messages", fullToken, `{"id":"c","body":"x","routing_key":"any/key"}`), http.StatusCreated, "")
 }
 
-// TestStarAloneMatchesEveryKey: "*" (ROUTING_KEYS=*, the way to keep the
-// behaviour of before) matches keys with '.' and '/', which path.Match's
-// "*" alone would not; other patterns are path.Match's.
-func TestStarAloneMatchesEveryKey(t *testing.T) {
+// TestRoutingKeysMatchAsAnAMQPTopicExchangeDoes: "*" is exactly one
+// dot-separated word, "#" zero or more, so "orders.*" does not take
+// "orders.eu.admin" (path.Match's "*" did).
+func TestRoutingKeysMatchAsAnAMQPTopicExchangeDoes(t *testing.T) {
 	for _, c := range []struct {
 		pattern, key string
 		want         bool
 	}{
-		{"*", "a.b", true}, {"*", "a/b", true}, {"*", "", true},
-		{"orders.*", "orders.eu", true}, {"orders.*", "orders.eu.x", true}, {"orders.*", "orders/eu", false},
-		{"orders.*", "audit", false}, {"audit", "audit", true}, {"a?c", "abc", true}, {"[", "[", false},
+		{"#", "a.b", true}, {"#", "a/b", true}, {"#", "", true}, {"#.#", "a.b.c", true},
+		{"*", "a", true}, {"*", "a.b", false}, {"*", "a/b", true},
+		{"orders.*", "orders.eu", true}, {"orders.*", "orders.eu.admin", false}, {"orders.*", "orders", false},
+		{"orders.*", "orders/eu", false}, {"orders.*", "audit", false},
+		{"orders.#", "orders", true}, {"orders.#", "orders.eu.admin", true}, {"orders.#", "ordersx", false},
+		{"*.eu.#", "orders.eu", true}, {"*.eu.#", "orders.eu.a.b", true}, {"*.eu.#", "eu.a", false},
+		{"#.admin", "orders.eu.admin", true}, {"#.admin", "admin", true}, {"#.admin", "orders.admins", false},
+		{"audit", "audit", true}, {"a?c", "abc", false}, {"a.*.c", "a..c", true},
 	} {
 		if got := routingKeyMatches(c.pattern, c.key); got != c.want {
 			t.Errorf("routingKeyMatches(%q, %q) = %v, want %v", c.pattern, c.key, got, c.want)

@@ -112,7 +112,7 @@ type topicEnv struct {
 	RoutingKey string `envconfig:"ROUTING_KEY" desc:"AMQP routing key (default: the topic name; with an intake, each message's own)"`
 	// RoutingKeys is read by routingKeys (routingkeys.go) for every topic,
 	// listed or not; the field names it for the documentation.
-	RoutingKeys string `envconfig:"ROUTING_KEYS" desc:"comma list of path.Match patterns (orders.*,audit) a routing_key sent to the HTTP API must match; * alone: every key. Unset: an amqp topic refuses every per-message routing key with 403, a kafka or redis topic takes any (it cannot leave the topic's Kafka topic or stream). The CLI, the Go API and intakes are not limited"`
+	RoutingKeys string `envconfig:"ROUTING_KEYS" desc:"comma list of AMQP topic patterns (orders.*,orders.#,audit: * one dot-separated word, # zero or more) a routing_key sent to the HTTP API must match; # alone: every key. Unset: an amqp topic refuses every per-message routing key with 403, a kafka or redis topic takes any (it cannot leave the topic's Kafka topic or stream). The CLI, the Go API and intakes are not limited"`
 	KafkaTopic  string `envconfig:"KAFKA_TOPIC" desc:"Kafka topic (default: the topic name)"`
 	KafkaKey    string `envconfig:"KAFKA_KEY" default:"envelope" desc:"Kafka record key: envelope (each message's own key, byte for byte: an intake record's key or an envelope's routing key; none without one), id (the message id, always), or none (no key, even for a message that has its own)"`
 

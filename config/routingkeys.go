@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"path"
 	"strings"
 )
 
@@ -35,26 +34,42 @@ func (p *parser) routingKeys(environ []string) map[string][]string {
 	return out
 }
 
-// patterns parses a comma list of path.Match patterns; an empty list is
-// none.
+// patterns parses a comma list of AMQP topic patterns ("*" one
+// dot-separated word, "#" zero or more; see docs/api.md); an empty list is
+// none. A word that holds '*' or '#' beside other characters, or a glob
+// character ('?', '[', '\\') is refused: it would be taken literally, and
+// is most likely a pattern written for the path.Match rules of before.
 func (p *parser) patterns(name, s string) []string {
 	if strings.TrimSpace(s) == "" {
 		return nil
 	}
+	const help = "a comma list of AMQP topic patterns such as orders.*,orders.#,audit ('*' one dot-separated word, '#' zero or more; '#' alone: every key)"
 	var out []string
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
-			p.fail(name, s, "has an empty pattern: a comma list of path.Match patterns such as orders.*,audit")
+			p.fail(name, s, "has an empty pattern: "+help)
 			return nil
 		}
-		if _, err := path.Match(part, ""); err != nil {
-			p.fail(name, s, fmt.Sprintf("pattern %q is malformed (%v): a comma list of path.Match patterns such as orders.*,audit ('*' alone: every key)", part, err))
+		if err := checkTopicPattern(part); err != nil {
+			p.fail(name, s, fmt.Sprintf("pattern %q %v: %s", part, err, help))
 			return nil
 		}
 		out = append(out, part)
 	}
 	return out
+}
+
+func checkTopicPattern(pattern string) error {
+	if strings.ContainsAny(pattern, "?[\\") {
+		return fmt.Errorf("holds a glob character (?, [ or \\), which AMQP topic patterns do not have")
+	}
+	for _, w := range strings.Split(pattern, ".") {
+		if w != "*" && w != "#" && strings.ContainsAny(w, "*#") {
+			return fmt.Errorf("has the word %q: '*' and '#' must be whole words", w)
+		}
+	}
+	return nil
 }
 
 // RoutingKeysOf are the patterns of topic's ROUTING_KEYS (none when unset).

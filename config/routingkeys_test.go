@@ -47,7 +47,7 @@ func TestRoutingKeysAreReadForEveryTopicSet(t *testing.T) {
 // fails the load naming the variable (exit 2 in the commands), listed topic
 // or not.
 func TestBadRoutingKeysPatternIsRefused(t *testing.T) {
-	for _, v := range []string{"orders.[", "orders.*,,audit", `audit,\`, "[a-"} {
+	for _, v := range []string{"orders.[", "orders.*,,audit", `audit,\`, "[a-", "orders.eu*", "a?c", "orders#"} {
 		setEnv(t, map[string]string{"TOPICS": "orders", "TOPIC_ORDERS_ROUTING_KEYS": v, "TOPIC_LEGACY_ROUTING_KEYS": v})
 		_, err := LoadCLI()
 		if err == nil {
