@@ -133,6 +133,8 @@ type topicEnv struct {
 	MaxMessageSize string `envconfig:"MAX_MESSAGE_SIZE" desc:"largest message body this topic accepts, bytes (at most 536870912); unset: the global MAX_MESSAGE_SIZE. Read for registered topics not listed in TOPICS too (the HTTP API and the CLI serve them)"`
 
 	DedupWindow string `envconfig:"DEDUP_WINDOW" default:"0" desc:"how long a delivered message's id stays known (a duration, at most 720h; needs FORMAT=envelope): scheduling that id again meanwhile is accepted as a duplicate and not delivered again. Costs about 50-150 bytes of Redis per id delivered in the window (docs/operations.md). 0: remember nothing"`
+
+	Fair string `envconfig:"FAIR" default:"false" desc:"fair share (needs FORMAT=envelope): among due messages each key (an envelope's key) gets its turn, round-robin, in due order within a key; messages without a key share one. Costs a second copy of each scheduled member in Redis (docs/flow-control.md)"`
 }
 
 // lookup reads the text of every variable through envconfig; it only fails on
