@@ -140,6 +140,9 @@ type Topic struct {
 	// IntakeOwnRoutingKey is true when ROUTING_KEY is set: the intake then
 	// drops each message's own routing key, so the topic's applies.
 	IntakeOwnRoutingKey bool
+	// IntakeKeyFromRecord: the kafka intake takes a record's key as the
+	// message's fair-share key.
+	IntakeKeyFromRecord bool
 	// RateLimit is the most deliveries per second over every replica (0:
 	// unlimited). HoldQueue, when set, is a RabbitMQ queue: the topic holds
 	// while it has more than HoldAbove ready messages.

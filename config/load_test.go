@@ -328,10 +328,11 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			"TOPIC_ORDERS_INTAKE_QUEUE":    "orders.delayed",
 			"TOPIC_ORDERS_INTAKE_PREFETCH": "64",
 
-			"TOPIC_REMINDERS_FORMAT":             "envelope",
-			"TOPIC_REMINDERS_INTAKE":             "kafka",
-			"TOPIC_REMINDERS_INTAKE_KAFKA_TOPIC": "reminders.delay",
-			"TOPIC_REMINDERS_ROUTING_KEY":        "reminders.due",
+			"TOPIC_REMINDERS_FORMAT":                 "envelope",
+			"TOPIC_REMINDERS_INTAKE":                 "kafka",
+			"TOPIC_REMINDERS_INTAKE_KAFKA_TOPIC":     "reminders.delay",
+			"TOPIC_REMINDERS_INTAKE_KEY_FROM_RECORD": "true",
+			"TOPIC_REMINDERS_ROUTING_KEY":            "reminders.due",
 		},
 		want: Config{
 			RedisWait: RedisWait{Timeout: 500 * time.Millisecond},
@@ -352,7 +353,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			}, {
 				Name: "reminders", Var: "REMINDERS", Sink: "amqp", Slots: 1, Format: queue.FormatEnvelope, MaxMessageSize: 1 << 20,
 				RoutingKey: "reminders.due", KafkaTopic: "reminders", KafkaKey: "envelope",
-				Intake: "kafka", IntakeKafkaTopic: "reminders.delay", IntakePrefetch: 256, IntakeOwnRoutingKey: true,
+				Intake: "kafka", IntakeKafkaTopic: "reminders.delay", IntakePrefetch: 256, IntakeOwnRoutingKey: true, IntakeKeyFromRecord: true,
 			}},
 			BatchSize: 500, MaxInflightBatches: 2, Lease: 30 * time.Second, MaxAttempts: 10,
 			RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, PollInterval: time.Second, ShutdownTimeout: 20 * time.Second,

@@ -28,6 +28,9 @@ func (t Target) recordItem(r kafkago.Message) item {
 	if r.Key != nil && !t.OwnRoutingKey {
 		it.msg.RoutingKey, it.msg.EmptyKey = string(r.Key), len(r.Key) == 0
 	}
+	if t.KeyFromRecord && r.Key != nil {
+		it.msg.Key = string(r.Key)
+	}
 	var due, delay []byte
 	for _, h := range r.Headers {
 		switch name := strings.ToLower(h.Key); {
@@ -35,6 +38,8 @@ func (t Target) recordItem(r kafkago.Message) item {
 			delay = h.Value
 		case name == HeaderDue:
 			due = h.Value
+		case name == HeaderKey:
+			it.msg.Key = string(h.Value)
 		case name == HeaderID:
 			if queue.CheckID(string(h.Value)) == nil {
 				it.msg.ID = string(h.Value)
