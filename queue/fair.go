@@ -40,7 +40,7 @@ import (
 
 // fairLua defines the helpers of the fair state (needs slotLua):
 // fkey(m), the key of member m ("" for none: a member that is not an
-// envelope, a tick); fentry(k, s, m), m's entry in heads at score s;
+// envelope; a recurrence's tick has its envelope's key); fentry(k, s, m), m's entry in heads at score s;
 // fair_add(m, s), index m scheduled at s and place its key; fair_dec(k, n),
 // count n entries of k gone, dropping k's state at 0; ftail(), the turn
 // after the last of ready.
@@ -51,6 +51,8 @@ local function fnum(s)
   return tonumber(s)
 end
 local function fkey(m)
+  local env = string.match(m, '^%zrecur%z[^%z]*%z[^%z]*%z[^%z]*%z[^%z]*%z(.*)$')
+  if env then m = env end
   local k = string.match(m, '^{"id":"[^"\\]*","key":"([^"\\]*)"')
   if k then return k end
   local e = string.match(m, '^{"id":"[^"\\]*"()')
@@ -117,6 +119,39 @@ for i = 1, #ARGV do
 end
 return n
 `)
+
+// fairRecurScript indexes the waiting tick of each recurrence named (see
+// fairIndexScript): the calls that write a tick (SetRecurrence,
+// SettleTicksAt) run it after them on fair topics.
+//
+// KEYS    -> slotKeys
+// ARGV    -> recurrence ids
+var fairRecurScript = drainScript(recurLua, fairLua, `
+for i = 1, #ARGV do
+  local v = redis.call('HGET', recur, ARGV[i])
+  local ver, nxt, _, rest
+  if v then ver, nxt, _, rest = parse_recur(v) end
+  if ver and nxt ~= '' then
+    local m = tick_member(ver, nxt, rest)
+    local s = redis.call('ZSCORE', sched, m)
+    if s then fair_add(m, s) end
+  end
+end
+return 0
+`)
+
+// fairIndexRecur indexes the waiting ticks of recurrences ids of slot when
+// t is fair (fairRecurScript).
+func (q *Queue) fairIndexRecur(ctx context.Context, t Topic, slot int, ids []string) error {
+	if !t.Fair || len(ids) == 0 {
+		return nil
+	}
+	k := t.Keys(slot)
+	if err := fairRecurScript.Run(ctx, q.rdb, slotKeys(k), toArgs(ids)...).Err(); err != nil {
+		return fmt.Errorf("fair index ticks in %s: %w", k.Recur, err)
+	}
+	return nil
+}
 
 // fairIndexChunk is how many members one fairIndexScript call carries.
 const fairIndexChunk = 512

@@ -374,3 +374,44 @@ func TestFairStateFollowsRetryReleaseReapRequeueAndReschedule(t *testing.T) {
 	}
 	f.checkFairEmpty()
 }
+
+func TestFairTopicClaimsARecurrencesTicksAndKeepsItsKey(t *testing.T) {
+	t.Parallel()
+	f := newFairFixture(t)
+	now := f.redisNow()
+	f.scheduleItems(fairItems("big", 50, now-60_000))
+	f.setPast(Recurrence{ID: "beat", Spec: "@every 30s", Message: Message{Body: []byte("b"), Key: "ops"}}, time.Minute)
+	c := f.claim(0, 10, time.Minute)
+	var ticks int
+	for _, cm := range c.Messages {
+		if cm.Tick {
+			ticks++
+			m, err := f.tp.DecodeClaimed(cm)
+			if err != nil || m.Key != "ops" {
+				t.Errorf("tick decodes to %+v, %v; want key ops", m, err)
+			}
+		}
+	}
+	if ticks != 1 {
+		t.Errorf("the first claim holds %d ticks, want the due one", ticks)
+	}
+}
+
+func TestFairTopicDuplicateWithinTheDedupWindowIsNotIndexed(t *testing.T) {
+	t.Parallel()
+	f := newFairFixture(t)
+	f.tp.DedupWindow = time.Hour
+	now := f.redisNow()
+	f.scheduleItems(fairItems("a", 1, now-1000))
+	if got := f.drain(10); len(got) != 1 {
+		t.Fatalf("delivered %d, want 1", len(got))
+	}
+	rs, err := f.q.ScheduleBatch(f.ctx, f.tp, fairItems("a", 1, now-1000))
+	if err != nil || !rs[0].Duplicate {
+		t.Fatalf("schedule again = %+v, %v; want a duplicate", rs, err)
+	}
+	f.checkFairEmpty()
+	if got := f.drain(10); len(got) != 0 {
+		t.Errorf("delivered %d again", len(got))
+	}
+}
