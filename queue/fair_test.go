@@ -415,3 +415,21 @@ func TestFairTopicDuplicateWithinTheDedupWindowIsNotIndexed(t *testing.T) {
 		t.Errorf("delivered %d again", len(got))
 	}
 }
+
+func TestRegisterRecordsAFairTopicAndItsChange(t *testing.T) {
+	t.Parallel()
+	f := newFairFixture(t)
+	l := LayoutOf(f.tp)
+	l.Sink = "amqp"
+	plain := l
+	plain.Fair = false
+	for _, want := range []Layout{plain, l} {
+		if _, err := f.q.Register(f.ctx, f.tp.KeyPrefix(), "r1", []Layout{want}); err != nil {
+			t.Fatalf("Register: %v", err)
+		}
+		got, ok, err := f.q.Layout(f.ctx, f.tp.KeyPrefix(), f.tp.Name)
+		if err != nil || !ok || got.Fair != want.Fair || got.Topic(f.tp.KeyPrefix()).Fair != want.Fair {
+			t.Errorf("registry holds %+v (%v, %v), want fair %v", got, ok, err, want.Fair)
+		}
+	}
+}
