@@ -25,6 +25,7 @@ type messageOut struct {
 	BodyBase64 *string           `json:"body_base64,omitempty"`
 	Headers    map[string]string `json:"headers,omitempty"`
 	RoutingKey string            `json:"routing_key,omitempty"`
+	Key        string            `json:"key,omitempty"`
 }
 
 // get is GET /v1/topics/{topic}/messages/{id}: the message while it is
@@ -47,7 +48,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, t queue.Topic, _ qu
 		return
 	}
 	out := messageOut{ID: id, Topic: t.Name, State: e.State, Attempts: e.Attempts, LastError: e.LastError,
-		Headers: m.Headers, RoutingKey: m.RoutingKey}
+		Headers: m.Headers, RoutingKey: m.RoutingKey, Key: m.Key}
 	if !e.Due.IsZero() {
 		out.Due, out.DueMs = formatTime(e.Due), e.Due.UnixMilli()
 	}

@@ -24,6 +24,7 @@ type messageIn struct {
 	BodyBase64 *string           `json:"body_base64,omitempty"`
 	Headers    map[string]string `json:"headers,omitempty"`
 	RoutingKey string            `json:"routing_key,omitempty"`
+	Key        string            `json:"key,omitempty"`
 	Due        json.RawMessage   `json:"due,omitempty"`
 	Delay      string            `json:"delay,omitempty"`
 }
@@ -106,7 +107,7 @@ func (s *Server) item(t queue.Topic, l queue.Layout, in messageIn) (queue.Item, 
 	if ae != nil {
 		return queue.Item{}, ae
 	}
-	m := queue.Message{ID: in.ID, Body: body, Headers: in.Headers, RoutingKey: in.RoutingKey}
+	m := queue.Message{ID: in.ID, Body: body, Headers: in.Headers, RoutingKey: in.RoutingKey, Key: in.Key}
 	if t.Format == queue.FormatEnvelope && m.ID == "" {
 		m.ID = newID()
 	}

@@ -140,6 +140,9 @@ type Topic struct {
 	// IntakeOwnRoutingKey is true when ROUTING_KEY is set: the intake then
 	// drops each message's own routing key, so the topic's applies.
 	IntakeOwnRoutingKey bool
+	// IntakeKeyFromRecord: the kafka intake takes a record's key as the
+	// message's fair-share key.
+	IntakeKeyFromRecord bool
 	// RateLimit is the most deliveries per second over every replica (0:
 	// unlimited). HoldQueue, when set, is a RabbitMQ queue: the topic holds
 	// while it has more than HoldAbove ready messages.
@@ -152,10 +155,13 @@ type Topic struct {
 	// MaxMessageSize is the largest body a front door accepts for the topic
 	// (queue.Topic's MaxMessageSize): MAX_MESSAGE_SIZE or the topic's own.
 	MaxMessageSize int
+	// Fair is queue.Topic's Fair: round-robin among the keys of due
+	// messages.
+	Fair bool
 }
 
 // Queue is the topic's Redis data model.
 func (t Topic) Queue(prefix string) queue.Topic {
 	return queue.Topic{Name: t.Name, Prefix: prefix, Slots: t.Slots, Key: t.Key, Format: t.Format, DedupWindow: t.DedupWindow,
-		MaxMessageSize: t.MaxMessageSize}
+		MaxMessageSize: t.MaxMessageSize, Fair: t.Fair}
 }

@@ -18,3 +18,12 @@ func (p *parser) dedup(t *Topic, te *topicEnv, pre string) {
 		p.fail(pre+"DEDUP_WINDOW", te.DedupWindow, "needs "+Prefix+"_"+pre+"FORMAT=envelope: only envelopes have ids to remember")
 	}
 }
+
+// fair parses a topic's FAIR: round-robin among the keys of due messages.
+// Only envelopes have keys.
+func (p *parser) fair(t *Topic, te *topicEnv, pre string) {
+	t.Fair = p.bool(pre+"FAIR", te.Fair)
+	if t.Fair && t.Format != queue.FormatEnvelope {
+		p.fail(pre+"FAIR", te.Fair, "needs "+Prefix+"_"+pre+"FORMAT=envelope: only envelopes have keys")
+	}
+}

@@ -47,3 +47,37 @@ func TestDedupWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestFair: FAIR reaches the topic's queue.Topic and Redacted; on a raw
+// topic, or not a boolean, it is refused naming the variable.
+func TestFair(t *testing.T) {
+	setEnv(t, map[string]string{"TOPICS": "orders,plain", "TOPIC_ORDERS_FORMAT": "envelope", "TOPIC_ORDERS_FAIR": "true"})
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Topics[0].Queue("dq").Fair || c.Topics[1].Fair {
+		t.Errorf("fair = %v, %v; want true, false", c.Topics[0].Fair, c.Topics[1].Fair)
+	}
+	if got := c.Redacted()[Prefix+"_TOPIC_ORDERS_FAIR"]; got != "true" {
+		t.Errorf("Redacted shows %q", got)
+	}
+	for _, tt := range []struct{ name, format, fair, problem string }{
+		{"not a boolean", "envelope", "sometimes", ""},
+		{"on a raw topic", "raw", "true", "FORMAT=envelope"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			setEnv(t, map[string]string{"TOPICS": "orders", "TOPIC_ORDERS_FORMAT": tt.format, "TOPIC_ORDERS_FAIR": tt.fair})
+			_, err := Load()
+			if err == nil {
+				t.Fatal("Load accepted it")
+			}
+			if diff := cmp.Diff([]string{Prefix + "_TOPIC_ORDERS_FAIR"}, varsNamed(t, err)); diff != "" {
+				t.Errorf("variables named (-want +got):\n%s", diff)
+			}
+			if p := fieldErrors(t, err)[0].Problem; !strings.Contains(p, tt.problem) {
+				t.Errorf("problem %q does not say %q", p, tt.problem)
+			}
+		})
+	}
+}

@@ -119,10 +119,11 @@ type topicEnv struct {
 	Stream       string `envconfig:"STREAM" desc:"Redis stream key the messages are appended to (required with SINK=redis)"`
 	StreamMaxLen string `envconfig:"STREAM_MAXLEN" default:"0" desc:"trim the stream to about this many entries on each append (XADD MAXLEN ~); trimming drops the oldest entries even if no consumer read them. 0: never trim"`
 
-	Intake           string `envconfig:"INTAKE" default:"none" desc:"none, amqp (consume INTAKE_QUEUE, due time from x-delay or x-delaybridge-due headers) or kafka (consume INTAKE_KAFKA_TOPIC); needs FORMAT=envelope. See docs/migration.md"`
-	IntakeQueue      string `envconfig:"INTAKE_QUEUE" desc:"RabbitMQ queue the amqp intake consumes (required with INTAKE=amqp; it must exist)"`
-	IntakePrefetch   string `envconfig:"INTAKE_PREFETCH" default:"256" desc:"unacknowledged deliveries (amqp) or records (kafka) the intake holds at once, 1 to 65535; also its largest Redis batch"`
-	IntakeKafkaTopic string `envconfig:"INTAKE_KAFKA_TOPIC" desc:"Kafka topic the kafka intake consumes in the consumer group delaybridge-<topic> (required with INTAKE=kafka)"`
+	Intake              string `envconfig:"INTAKE" default:"none" desc:"none, amqp (consume INTAKE_QUEUE, due time from x-delay or x-delaybridge-due headers) or kafka (consume INTAKE_KAFKA_TOPIC); needs FORMAT=envelope. See docs/migration.md"`
+	IntakeQueue         string `envconfig:"INTAKE_QUEUE" desc:"RabbitMQ queue the amqp intake consumes (required with INTAKE=amqp; it must exist)"`
+	IntakePrefetch      string `envconfig:"INTAKE_PREFETCH" default:"256" desc:"unacknowledged deliveries (amqp) or records (kafka) the intake holds at once, 1 to 65535; also its largest Redis batch"`
+	IntakeKeyFromRecord string `envconfig:"INTAKE_KEY_FROM_RECORD" default:"false" desc:"kafka intake: a record's key is also the message's fair-share key (see FAIR; an x-delaybridge-key header wins). The amqp intake reads the key from the x-delaybridge-key header"`
+	IntakeKafkaTopic    string `envconfig:"INTAKE_KAFKA_TOPIC" desc:"Kafka topic the kafka intake consumes in the consumer group delaybridge-<topic> (required with INTAKE=kafka)"`
 
 	RateLimit string `envconfig:"RATE_LIMIT" desc:"most deliveries per second of this topic summed over every replica, a positive decimal (300, 0.5); held messages wait in the scheduled set. Unset: unlimited. delaybridge limit overrides it at run time"`
 	HoldQueue string `envconfig:"HOLD_QUEUE" desc:"RabbitMQ queue (usually the consumers') whose ready messages HOLD_ABOVE counts, read with a passive declare; it must exist (SINK=amqp only)"`
@@ -133,6 +134,8 @@ type topicEnv struct {
 	MaxMessageSize string `envconfig:"MAX_MESSAGE_SIZE" desc:"largest message body this topic accepts, bytes (at most 536870912); unset: the global MAX_MESSAGE_SIZE. Read for registered topics not listed in TOPICS too (the HTTP API and the CLI serve them)"`
 
 	DedupWindow string `envconfig:"DEDUP_WINDOW" default:"0" desc:"how long a delivered message's id stays known (a duration, at most 720h; needs FORMAT=envelope): scheduling that id again meanwhile is accepted as a duplicate and not delivered again. Costs about 50-150 bytes of Redis per id delivered in the window (docs/operations.md). 0: remember nothing"`
+
+	Fair string `envconfig:"FAIR" default:"false" desc:"fair share (needs FORMAT=envelope): among due messages each key (an envelope's key) gets its turn, round-robin, in due order within a key; messages without a key share one. Costs a second copy of each scheduled member in Redis (docs/flow-control.md)"`
 }
 
 // lookup reads the text of every variable through envconfig; it only fails on

@@ -28,6 +28,7 @@ func (p *parser) intake(t *Topic, te *topicEnv, pre string) {
 			p.fail(pre+"INTAKE_QUEUE", "", "is required with "+Prefix+"_"+pre+"INTAKE=amqp: the RabbitMQ queue to consume")
 		}
 	case "kafka":
+		t.IntakeKeyFromRecord = p.bool(pre+"INTAKE_KEY_FROM_RECORD", te.IntakeKeyFromRecord)
 		t.IntakeKafkaTopic = te.IntakeKafkaTopic
 		if t.IntakeKafkaTopic == "" {
 			p.fail(pre+"INTAKE_KAFKA_TOPIC", "", "is required with "+Prefix+"_"+pre+"INTAKE=kafka: the Kafka topic to consume")
@@ -61,9 +62,10 @@ func (t Topic) intakeValues(pre string) map[string]string {
 		prefetch = f.Tag.Get("default")
 	}
 	return map[string]string{
-		pre + "INTAKE":             src,
-		pre + "INTAKE_QUEUE":       t.IntakeQueue,
-		pre + "INTAKE_PREFETCH":    prefetch,
-		pre + "INTAKE_KAFKA_TOPIC": t.IntakeKafkaTopic,
+		pre + "INTAKE":                 src,
+		pre + "INTAKE_QUEUE":           t.IntakeQueue,
+		pre + "INTAKE_PREFETCH":        prefetch,
+		pre + "INTAKE_KAFKA_TOPIC":     t.IntakeKafkaTopic,
+		pre + "INTAKE_KEY_FROM_RECORD": strconv.FormatBool(t.IntakeKeyFromRecord),
 	}
 }

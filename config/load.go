@@ -267,6 +267,7 @@ func (p *parser) topic(name, v string) Topic {
 	p.intake(&t, &te, pre)
 	p.flow(&t, &te, pre)
 	p.dedup(&t, &te, pre)
+	p.fair(&t, &te, pre)
 	return t
 }
 

@@ -158,6 +158,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			"TOPIC_ORDERS_KAFKA_KEY":          "envelope",
 			"TOPIC_ORDERS_DEDUP_WINDOW":       "24h",
 			"TOPIC_ORDERS_MAX_MESSAGE_SIZE":   "4096",
+			"TOPIC_ORDERS_FAIR":               "true",
 			"TOPIC_ORDER_EVENTS_SINK":         "amqp",
 			"TOPIC_ORDER_EVENTS_SLOTS":        "1",
 			"TOPIC_ORDER_EVENTS_KEY":          "legacy:delayqueue",
@@ -191,7 +192,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			MessageSize: MessageSize{Default: 2 << 20, Topics: map[string]int{"ORDERS": 4096}},
 			Topics: []Topic{{
 				Name: "orders", Var: "ORDERS", Sink: "kafka", Slots: 16, Format: queue.FormatEnvelope, MaxMessageSize: 4096,
-				RoutingKey: "orders", KafkaTopic: "orders.v1", KafkaKey: "envelope", DedupWindow: 24 * time.Hour,
+				RoutingKey: "orders", KafkaTopic: "orders.v1", KafkaKey: "envelope", DedupWindow: 24 * time.Hour, Fair: true,
 			}, {
 				Name: "order-events", Var: "ORDER_EVENTS", Sink: "amqp", Slots: 1, Key: "legacy:delayqueue", MaxMessageSize: 2 << 20,
 				Format: queue.FormatRaw, Exchange: "events", RoutingKey: "order.delayed", KafkaTopic: "order-events", KafkaKey: "envelope",
@@ -327,10 +328,11 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			"TOPIC_ORDERS_INTAKE_QUEUE":    "orders.delayed",
 			"TOPIC_ORDERS_INTAKE_PREFETCH": "64",
 
-			"TOPIC_REMINDERS_FORMAT":             "envelope",
-			"TOPIC_REMINDERS_INTAKE":             "kafka",
-			"TOPIC_REMINDERS_INTAKE_KAFKA_TOPIC": "reminders.delay",
-			"TOPIC_REMINDERS_ROUTING_KEY":        "reminders.due",
+			"TOPIC_REMINDERS_FORMAT":                 "envelope",
+			"TOPIC_REMINDERS_INTAKE":                 "kafka",
+			"TOPIC_REMINDERS_INTAKE_KAFKA_TOPIC":     "reminders.delay",
+			"TOPIC_REMINDERS_INTAKE_KEY_FROM_RECORD": "true",
+			"TOPIC_REMINDERS_ROUTING_KEY":            "reminders.due",
 		},
 		want: Config{
 			RedisWait: RedisWait{Timeout: 500 * time.Millisecond},
@@ -351,7 +353,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			}, {
 				Name: "reminders", Var: "REMINDERS", Sink: "amqp", Slots: 1, Format: queue.FormatEnvelope, MaxMessageSize: 1 << 20,
 				RoutingKey: "reminders.due", KafkaTopic: "reminders", KafkaKey: "envelope",
-				Intake: "kafka", IntakeKafkaTopic: "reminders.delay", IntakePrefetch: 256, IntakeOwnRoutingKey: true,
+				Intake: "kafka", IntakeKafkaTopic: "reminders.delay", IntakePrefetch: 256, IntakeOwnRoutingKey: true, IntakeKeyFromRecord: true,
 			}},
 			BatchSize: 500, MaxInflightBatches: 2, Lease: 30 * time.Second, MaxAttempts: 10,
 			RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, PollInterval: time.Second, ShutdownTimeout: 20 * time.Second,

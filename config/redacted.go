@@ -59,6 +59,7 @@ func (c Config) values() map[string]string {
 		maps.Copy(m, t.flowValues(pre))
 		m[pre+"DEDUP_WINDOW"] = t.DedupWindow.String()
 		m[pre+"MAX_MESSAGE_SIZE"] = strconv.Itoa(t.MaxMessageSize)
+		m[pre+"FAIR"] = strconv.FormatBool(t.Fair)
 	}
 	m["TOPICS"] = strings.Join(names, ",")
 	return m

@@ -89,6 +89,7 @@ func (s *scanner) prepare(b batch) *delivery {
 			RoutingKey: dm.RoutingKey,
 			EmptyKey:   dm.EmptyKey,
 			Properties: sinks.Properties(dm.Properties),
+			Key:        dm.Key,
 		}
 		d.msgs = append(d.msgs, m)
 		d.members = append(d.members, c.Member)

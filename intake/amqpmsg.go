@@ -28,6 +28,13 @@ func (t Target) deliveryItem(d amqp091.Delivery, received time.Time) item {
 	if !t.OwnRoutingKey {
 		it.msg.RoutingKey = d.RoutingKey
 	}
+	if v, ok := d.Headers[HeaderKey]; ok {
+		if s, err := headerText(v); err != nil {
+			it.reject(ReasonInvalid, "header %s: %v", HeaderKey, err)
+		} else {
+			it.msg.Key = s
+		}
+	}
 	for name, v := range d.Headers {
 		if name == HeaderDelay || strings.HasPrefix(strings.ToLower(name), queue.ReservedHeaderPrefix) {
 			continue

@@ -18,6 +18,9 @@ import (
 const (
 	HeaderDelay = "x-delay"
 	HeaderDue   = "x-delaybridge-due"
+	// HeaderKey is the message's fair-share key (queue.Message.Key), on
+	// either intake.
+	HeaderKey = "x-delaybridge-key"
 )
 
 // maxScore is the largest score a float64 holds exactly, 2^53 ms: a later

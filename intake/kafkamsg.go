@@ -29,6 +29,9 @@ func (t Target) recordItem(r kafkago.Message) item {
 	if r.Key != nil && !t.OwnRoutingKey {
 		it.msg.RoutingKey, it.msg.EmptyKey = string(r.Key), len(r.Key) == 0
 	}
+	if t.KeyFromRecord && r.Key != nil {
+		it.msg.Key = string(r.Key)
+	}
 	var due, delay []byte
 	for _, h := range r.Headers {
 		switch name := strings.ToLower(h.Key); {
@@ -36,6 +39,8 @@ func (t Target) recordItem(r kafkago.Message) item {
 			delay = h.Value
 		case name == HeaderDue:
 			due = h.Value
+		case name == HeaderKey:
+			it.msg.Key = string(h.Value)
 		case name == HeaderID:
 			if ownID(string(h.Value)) {
 				it.msg.ID = string(h.Value)

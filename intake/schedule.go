@@ -22,6 +22,9 @@ type Target struct {
 	// routing key (or Kafka key): the message's original one is then not
 	// kept.
 	OwnRoutingKey bool
+	// KeyFromRecord: the Kafka intake takes a record's key as the
+	// message's fair-share key too (an x-delaybridge-key header wins).
+	KeyFromRecord bool
 	// Tracer starts a receive span per message (trace.go); nil: none.
 	Tracer trace.Tracer
 }

@@ -179,6 +179,9 @@ func (q *Queue) write(ctx context.Context, t Topic, puts []put, receipts []Recei
 	for c, cmd := range cmds {
 		q.readBatch(t, cmd, confirms[c], owners[c], puts, receipts, errs)
 	}
+	if t.Fair {
+		q.fairIndexBatch(ctx, t, receipts, errs)
+	}
 }
 
 // readBatch reads one call's reply into the receipts and errors of its

@@ -186,7 +186,11 @@ func (q *Queue) Claim(ctx context.Context, t Topic, slot, limit int, lease time.
 // The lease counts from now + ahead, so it covers the hold.
 func (q *Queue) ClaimAhead(ctx context.Context, t Topic, slot, limit int, lease, ahead time.Duration) (Claim, error) {
 	k := t.Keys(slot)
-	res, err := claimScript.Run(ctx, q.rdb, slotKeys(k),
+	script := claimScript
+	if t.Fair {
+		script = fairClaimScript
+	}
+	res, err := script.Run(ctx, q.rdb, slotKeys(k),
 		limit, lease.Milliseconds(), flag(t.envelope()), max(ahead.Milliseconds(), 0)).StringSlice()
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim %s: %w", k.Scheduled, err)

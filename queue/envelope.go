@@ -38,6 +38,11 @@ import (
 //     a key that is not UTF-8, longer than MaxFieldLen (up to MaxKeyLen) or
 //     present and empty (a Kafka record's empty key is not its null key):
 //     "" is the empty key.
+//   - key: the fair-share key of the message (see Message.Key): 1 to
+//     MaxFairKeyLen bytes of UTF-8 without control characters; absent or
+//     "" is no key. Written second, right after id, so the scripts of a
+//     fair topic read it without decoding the member. A daemon older than
+//     this field refuses envelopes that hold it (unknown field).
 //   - properties: AMQP message properties (see Properties), written only
 //     when some are set. A daemon older than this field refuses envelopes
 //     that hold it (unknown field), so every replica must run a version
@@ -67,6 +72,8 @@ const (
 	MaxKeyLen = 64 << 10
 	// ReservedHeaderPrefix starts the headers delaybridge sets itself.
 	ReservedHeaderPrefix = "x-delaybridge-"
+	// MaxFairKeyLen bounds a message's fair-share key (Message.Key).
+	MaxFairKeyLen = 256
 )
 
 // ErrInvalidEnvelope is wrapped by every error about a malformed envelope.
@@ -82,11 +89,13 @@ type envelope struct {
 	routingKey string
 	keyB64     *string
 	properties Properties
+	key        string
 }
 
 // envelopeOut is the canonical encoding written by EncodeEnvelope.
 type envelopeOut struct {
 	ID         string            `json:"id"`
+	Key        string            `json:"key,omitempty"`
 	Body       *string           `json:"body,omitempty"`
 	BodyB64    *string           `json:"body_b64,omitempty"`
 	Headers    map[string]string `json:"headers,omitempty"`
@@ -109,7 +118,10 @@ func EncodeEnvelope(m Message) ([]byte, error) {
 	if err := checkHeaderBytes(m.Headers, m.Properties); err != nil {
 		return nil, err
 	}
-	out := envelopeOut{ID: m.ID}
+	if err := CheckKey(m.Key); err != nil {
+		return nil, err
+	}
+	out := envelopeOut{ID: m.ID, Key: m.Key}
 	out.Headers, out.HeadersB64 = splitHeaders(m.Headers)
 	out.RoutingKey, out.KeyB64 = splitKey(m.RoutingKey, m.EmptyKey)
 	if utf8.Valid(m.Body) && escapedLen(m.Body) <= base64.StdEncoding.EncodedLen(len(m.Body)) {
@@ -167,7 +179,7 @@ func DecodeEnvelope(member []byte) (Message, error) {
 		return Message{}, err
 	}
 	return Message{ID: e.id, Body: body, Headers: e.headers, RoutingKey: e.routingKey,
-		EmptyKey: e.keyB64 != nil && e.routingKey == "", Properties: e.properties}, nil
+		EmptyKey: e.keyB64 != nil && e.routingKey == "", Properties: e.properties, Key: e.key}, nil
 }
 
 // EnvelopeID returns the id of an envelope member without decoding its body.
@@ -238,6 +250,9 @@ func parseEnvelope(member []byte) (envelope, error) {
 	if err := checkEnvelope(e.id, e.headers, e.routingKey); err != nil {
 		return e, err
 	}
+	if err := CheckKey(e.key); err != nil {
+		return e, err
+	}
 	return e, nil
 }
 
@@ -266,6 +281,8 @@ func (e *envelope) field(dec *json.Decoder, key string) (err error) {
 		e.keyB64, err = decodeOptString(dec, key)
 	case "properties":
 		e.properties, err = decodeProperties(dec)
+	case "key":
+		err = decodeString(dec, key, &e.key)
 	default:
 		return invalid("unknown field %q", key)
 	}
@@ -333,6 +350,24 @@ func checkEnvelope(id string, headers map[string]string, routingKey string) erro
 	}
 	if len(routingKey) > MaxKeyLen {
 		return invalid("routing key is %d bytes, more than %d", len(routingKey), MaxKeyLen)
+	}
+	return nil
+}
+
+// CheckKey reports whether key can be a message's fair-share key: "" (no
+// key), or up to MaxFairKeyLen bytes of UTF-8 without control characters
+// (a fair topic's per-key state separates a key from a due time by a NUL).
+func CheckKey(key string) error {
+	if len(key) > MaxFairKeyLen {
+		return invalid("key is %d bytes, more than %d", len(key), MaxFairKeyLen)
+	}
+	if !utf8.ValidString(key) {
+		return invalid("key is not valid UTF-8")
+	}
+	for _, r := range key {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return invalid("key %q holds a control character", key)
+		}
 	}
 	return nil
 }

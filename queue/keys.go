@@ -53,6 +53,11 @@ type Topic struct {
 	// (ErrTooLarge past it, nothing written); 0: no limit. The daemon's
 	// configuration sets DefaultMaxMessageSize unless told otherwise.
 	MaxMessageSize int
+	// Fair, on an envelope topic, gives each key (Message.Key) with due
+	// messages its turn: claims go round-robin among keys, in due order
+	// within each key (see docs/flow-control.md, "Fair share"). Off, the
+	// topic is claimed in score order and its fair keys are never touched.
+	Fair bool
 }
 
 // SlotKeys are the Redis keys of one topic×slot. They share one hash tag.
@@ -79,6 +84,16 @@ type SlotKeys struct {
 	// its message was acked, on topics with a DedupWindow: a schedule of
 	// that id meanwhile is a duplicate (see putLua and ackScript).
 	Delivered string
+	// The fair-share state of a fair topic (see fair.go): FairHeads is a
+	// ZSET of "<key>\x00<due, 8 ordered bytes><member>", all scores 0, that
+	// finds each key's earliest message; FairWaiting ZSET key → its head's
+	// due time, for keys whose head is not due; FairReady ZSET key → its
+	// turn, for keys whose head is due; FairCount ZSET key → how many
+	// messages it has scheduled. A key is in them only while it has some.
+	FairHeads   string
+	FairWaiting string
+	FairReady   string
+	FairCount   string
 }
 
 // idBuckets is how many HASHes the id index of one slot spreads over: each
@@ -103,6 +118,9 @@ func (t Topic) Validate() error {
 	case "", FormatRaw, FormatEnvelope:
 	default:
 		return fmt.Errorf("topic %s: unknown format %q", t.Name, t.Format)
+	}
+	if t.Fair && !t.envelope() {
+		return fmt.Errorf("topic %s: fair share needs the envelope format (a raw member has no key)", t.Name)
 	}
 	return nil
 }
@@ -156,6 +174,10 @@ func (t Topic) Keys(slot int) SlotKeys {
 		Index:        base + ":idx",
 		Recur:        base + ":recur",
 		Delivered:    base + ":delivered",
+		FairHeads:    base + ":fair:heads",
+		FairWaiting:  base + ":fair:waiting",
+		FairReady:    base + ":fair:ready",
+		FairCount:    base + ":fair:count",
 	}
 }
 

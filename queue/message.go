@@ -26,6 +26,11 @@ type Message struct {
 	// Properties are AMQP message properties (envelopes only; see
 	// Properties).
 	Properties Properties
+	// Key names the tenant, customer or group the message belongs to
+	// (envelopes only; "" for none): a fair topic (Topic.Fair) gives each
+	// key with due messages its turn. It is delivered as the header
+	// x-delaybridge-key. See CheckKey.
+	Key string
 }
 
 // Decode turns a member of t into the message to deliver. A member that does
@@ -74,7 +79,7 @@ func (t Topic) EncodeIntake(m Message) ([]byte, error) { return t.encode(m, true
 func (t Topic) encode(m Message, intake bool) ([]byte, error) {
 	switch t.Format {
 	case "", FormatRaw:
-		if m.ID != "" || len(m.Headers) > 0 || m.RoutingKey != "" || m.EmptyKey || !m.Properties.IsZero() {
+		if m.ID != "" || len(m.Headers) > 0 || m.RoutingKey != "" || m.EmptyKey || !m.Properties.IsZero() || m.Key != "" {
 			return nil, fmt.Errorf("encode for topic %s: %w", t.Name, ErrNotEnvelope)
 		}
 		return m.Body, nil

@@ -166,10 +166,22 @@ func (q *Queue) Reap(ctx context.Context, t Topic, slot, limit int, cursor strin
 	if rest, ok := strings.CutPrefix(cursor, idxCursor); ok {
 		phase, cursor = "idx", rest
 	}
+	var leased []string
+	if t.Fair {
+		// The members the reap may return are the lowest leases: fairIndex
+		// indexes those it put back in the scheduled set.
+		var err error
+		if leased, err = q.rdb.ZRange(ctx, k.Inflight, 0, int64(limit)-1).Result(); err != nil {
+			return ReapResult{}, fmt.Errorf("reap %s: %w", k.Inflight, err)
+		}
+	}
 	res, err := reapScript.Run(ctx, q.rdb, slotKeys(k),
 		limit, cursor, phase, flag(t.envelope())).Slice()
 	if err != nil {
 		return ReapResult{}, fmt.Errorf("reap %s: %w", k.Inflight, err)
+	}
+	if err := q.fairIndex(ctx, t, slot, leased); err != nil {
+		return ReapResult{}, fmt.Errorf("reap: %w", err)
 	}
 	if len(res) != 6 {
 		return ReapResult{}, fmt.Errorf("reap %s: malformed reply of %d elements", k.Inflight, len(res))

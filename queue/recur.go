@@ -150,6 +150,9 @@ func (q *Queue) setRecurrence(ctx context.Context, t Topic, r Recurrence, now ti
 	if err := cmd.Err(); err != nil {
 		return time.Time{}, fmt.Errorf("set recurrence %q in %s: %w", r.ID, k.Recur, full(err))
 	}
+	if err := q.fairIndexRecur(ctx, t, slot, []string{r.ID}); err != nil {
+		return time.Time{}, fmt.Errorf("set recurrence %q: %w", r.ID, err)
+	}
 	if confirm != nil {
 		return time.UnixMilli(first.UnixMilli()), fmt.Errorf("set recurrence %q in %s: %w", r.ID, k.Recur, confirm)
 	}

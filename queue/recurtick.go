@@ -254,9 +254,13 @@ func (q *Queue) SettleTicksAt(ctx context.Context, t Topic, slot int, ticks []Ti
 	if err != nil {
 		return st, fmt.Errorf("settle %d ticks in %s: %w", len(ticks), k.Recur, err)
 	}
+	var advanced []string
 	for i, r := range res {
 		if r != 1 || i >= len(skipped) {
 			continue
+		}
+		if id, _ := args[1+tickArgs*i+1].(string); id != "" {
+			advanced = append(advanced, id)
 		}
 		st.Advanced++
 		st.Skipped += skipped[i]
@@ -264,6 +268,9 @@ func (q *Queue) SettleTicksAt(ctx context.Context, t Topic, slot int, ticks []Ti
 		if ms, err := strconv.ParseInt(next, 10, 64); err == nil && (st.Earliest.IsZero() || ms < st.Earliest.UnixMilli()) {
 			st.Earliest = time.UnixMilli(ms)
 		}
+	}
+	if err := q.fairIndexRecur(ctx, t, slot, advanced); err != nil {
+		return st, fmt.Errorf("settle ticks: %w", err)
 	}
 	return st, nil
 }

@@ -134,8 +134,9 @@ func (q *Queue) layoutChanges(ctx context.Context, key string, layouts []Layout)
 		switch {
 		case !old.Same(l):
 			changes = append(changes, Change{Old: old, Replaced: true, New: l})
-		case old.DedupMs != l.DedupMs:
-			// Not a conflict: the entry takes the new window.
+		case old.DedupMs != l.DedupMs, old.Fair != l.Fair:
+			// Not a conflict: the entry takes the new window, or fair share
+			// turned on or off.
 			changes = append(changes, Change{Old: old, New: l})
 		}
 	}

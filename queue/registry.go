@@ -56,6 +56,12 @@ type Layout struct {
 	// duplicate too (see putLua). Not part of Same: replicas may roll a new
 	// window out one by one.
 	DedupMs int64 `json:"dedup_ms,omitempty"`
+	// Fair is Topic.Fair: producers that take the topic from the registry
+	// (the CLI) index what they schedule in its fair state. Neither
+	// SameData nor Same compares it: a fair topic's scripts and the plain
+	// ones can run side by side while replicas switch (a plain claim leaves
+	// fair entries the fair claim drops).
+	Fair bool `json:"fair,omitempty"`
 }
 
 // LayoutOf is the data model of t as a Layout (no sink).
@@ -64,13 +70,13 @@ func LayoutOf(t Topic) Layout {
 	if f == "" {
 		f = FormatRaw
 	}
-	return Layout{Version: LayoutVersion, Name: t.Name, Slots: t.slots(), Format: f, Key: t.Key, DedupMs: t.dedupMillis()}
+	return Layout{Version: LayoutVersion, Name: t.Name, Slots: t.slots(), Format: f, Key: t.Key, DedupMs: t.dedupMillis(), Fair: t.Fair}
 }
 
 // Topic is the data model of the layout under prefix.
 func (l Layout) Topic(prefix string) Topic {
 	return Topic{Name: l.Name, Prefix: prefix, Slots: l.Slots, Key: l.Key, Format: l.Format,
-		DedupWindow: time.Duration(l.DedupMs) * time.Millisecond}
+		DedupWindow: time.Duration(l.DedupMs) * time.Millisecond, Fair: l.Fair}
 }
 
 // String names every field that is set: "slots=8 format=raw sink=amqp
@@ -82,6 +88,9 @@ func (l Layout) String() string {
 		if f[1] != "" {
 			parts = append(parts, f[0]+"="+f[1])
 		}
+	}
+	if l.Fair {
+		parts = append(parts, "fair")
 	}
 	return strings.Join(parts, " ")
 }

@@ -139,5 +139,14 @@ func (q *Queue) requeue(ctx context.Context, t Topic, slot int, dead []DeadMessa
 	}
 	r.Requeued += int(res[0])
 	r.Skipped += int(res[1])
+	if t.Fair {
+		members := make([]string, len(dead))
+		for i, d := range dead {
+			members[i] = d.Member
+		}
+		if err := q.fairIndex(ctx, t, slot, members); err != nil {
+			return fmt.Errorf("requeue: %w", err)
+		}
+	}
 	return nil
 }

@@ -85,6 +85,9 @@ func (q *Queue) Reschedule(ctx context.Context, t Topic, ref Ref, when When) (Re
 	default:
 		return Receipt{}, fmt.Errorf("reschedule %s in %s: %w", describe(member, id), k.Scheduled, ErrNotFound)
 	}
+	if err := q.fairIndex(ctx, t, slot, []string{m}); err != nil {
+		return Receipt{}, fmt.Errorf("reschedule: %w", err)
+	}
 	r := Receipt{Topic: t.Name, Slot: slot, ID: id, Member: m, Replaced: ReplacedScheduled}
 	if !t.envelope() {
 		r.ID = MessageID([]byte(m))

@@ -153,6 +153,11 @@ func (q *Queue) scheduleMember(ctx context.Context, t Topic, member []byte, when
 	if err := r.fill(res); err != nil {
 		return Receipt{}, err
 	}
+	if !r.Duplicate {
+		if err := q.fairIndex(ctx, t, r.Slot, []string{r.Member}); err != nil {
+			return r, fmt.Errorf("schedule: %w", err)
+		}
+	}
 	if confirm != nil {
 		// Written, not confirmed: the receipt says what was written.
 		return r, fmt.Errorf("schedule in %s: %w", t.Keys(r.Slot).Scheduled, confirm)

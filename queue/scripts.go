@@ -23,6 +23,10 @@ import (
 // KEYS[10] -> id index, envelope topics: the prefix of its buckets (idx)
 // KEYS[11] -> recurrences HASH (recur)
 // KEYS[12] -> delivered ZSET, envelope id -> known until (ms) (deliv)
+// KEYS[13] -> fair heads ZSET, lex "<key>\0<due><member>" (fheads)
+// KEYS[14] -> fair waiting ZSET, key -> its head's due time (fwait)
+// KEYS[15] -> fair ready ZSET, key -> its turn (fready)
+// KEYS[16] -> fair count ZSET, key -> messages scheduled (fcount)
 //
 // Every script reads "now" from Redis's TIME, in whole milliseconds rounded
 // down: a score s is due when s <= now, so an integer score is never claimed
@@ -34,13 +38,15 @@ import (
 
 // slotKeys is the KEYS list of every slot script, in the order slotLua binds.
 func slotKeys(k SlotKeys) []string {
-	return []string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason, k.IDs, k.Paused, k.DeadAttempts, k.Index, k.Recur, k.Delivered}
+	return []string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason, k.IDs, k.Paused, k.DeadAttempts, k.Index, k.Recur, k.Delivered,
+		k.FairHeads, k.FairWaiting, k.FairReady, k.FairCount}
 }
 
 // slotLua names the keys of slotKeys.
 const slotLua = `
 local sched, inflight, dues, attempts, dead, reasons, ids, paused = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local deadatts, idx, recur, deliv = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local fheads, fwait, fready, fcount = KEYS[13], KEYS[14], KEYS[15], KEYS[16]
 `
 
 // nowLua sets the local "now" (ms, integer-valued float) from TIME.

@@ -174,6 +174,9 @@ func (q *Queue) Release(ctx context.Context, t Topic, slot int, members []string
 	if err != nil {
 		return 0, fmt.Errorf("release %d in %s: %w", len(members), k.Inflight, err)
 	}
+	if err := q.fairIndex(ctx, t, slot, members); err != nil {
+		return n, fmt.Errorf("release: %w", err)
+	}
 	return n, nil
 }
 
@@ -294,6 +297,7 @@ func (q *Queue) RetryAll(ctx context.Context, t Topic, slot int, fs []Failure, m
 		return nil, fmt.Errorf("retry %d in %s: script answered %d outcomes", len(fs), k.Inflight, len(ns))
 	}
 	out := make([]Outcome, len(ns))
+	var back []string
 	for i, n := range ns {
 		switch {
 		case n < 0:
@@ -302,7 +306,11 @@ func (q *Queue) RetryAll(ctx context.Context, t Topic, slot int, fs []Failure, m
 			out[i] = Dead
 		default:
 			out[i] = Retrying
+			back = append(back, fs[i].Member)
 		}
+	}
+	if err := q.fairIndex(ctx, t, slot, back); err != nil {
+		return out, fmt.Errorf("retry: %w", err)
 	}
 	return out, nil
 }

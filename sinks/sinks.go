@@ -22,6 +22,7 @@ const (
 	HeaderTopic   = "x-delaybridge-topic"   // the delaybridge topic
 	HeaderDue     = "x-delaybridge-due"     // due time, Unix ms (int64)
 	HeaderAttempt = "x-delaybridge-attempt" // 1-based attempt number
+	HeaderKey     = "x-delaybridge-key"     // the message's fair-share key, only when it has one
 )
 
 // Message is one due message to publish.
@@ -51,6 +52,10 @@ type Message struct {
 	// Properties are AMQP message properties from an envelope (zero for
 	// none). Only the AMQP sink publishes them.
 	Properties Properties
+	// Key is the message's fair-share key (an envelope's key), "" for
+	// none; every sink delivers it as HeaderKey (the Redis stream sink as
+	// FieldKey) when it is set.
+	Key string
 }
 
 // Properties are the AMQP message properties a message carries through an

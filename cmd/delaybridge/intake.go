@@ -62,7 +62,7 @@ func buildIntakes(cfg config.Config, q *queue.Queue, reg prometheus.Registerer, 
 			metrics = intake.NewMetrics(reg)
 		}
 		target := intake.Target{Topic: t.Queue(cfg.KeyPrefix), MaxBody: maxBody(cfg, t), OwnRoutingKey: t.IntakeOwnRoutingKey,
-			Tracer: tracer}
+			KeyFromRecord: t.IntakeKeyFromRecord, Tracer: tracer}
 		r, err := newIntake(cfg, t, target, q, metrics, log)
 		if err != nil {
 			return nil, fmt.Errorf("intake of topic %s: %w", t.Name, err)

@@ -67,6 +67,7 @@ func runRecurSet(ctx context.Context, args []string, s stdio) int {
 	headers := headerFlags{}
 	fs.Var(headers, "header", "a header `name=value` of every tick (repeatable)")
 	routingKey := fs.String("routing-key", "", "every tick's AMQP routing `key` or Kafka record key")
+	key := fs.String("key", "", "every tick's fair-share `key` (tenant, customer, group; up to 256 bytes)")
 	empty := fs.Bool("empty", false, "allow an empty body (refused otherwise: usually a mistake)")
 	pos, code, ok := parseFlags(fs, args, s)
 	if !ok {
@@ -99,7 +100,7 @@ func runRecurSet(ctx context.Context, args []string, s stdio) int {
 		return badUsage(fs, s, "the body is empty: give --empty to send an empty message")
 	}
 	r := queue.Recurrence{ID: pos[1], Spec: pos[2], Zone: *tz,
-		Message: queue.Message{Body: body, Headers: headers, RoutingKey: *routingKey}}
+		Message: queue.Message{Body: body, Headers: headers, RoutingKey: *routingKey, Key: *key}}
 	first, err := c.q.SetRecurrence(envTraceContext(ctx), t, r)
 	if err != nil {
 		return c.fail(err)

@@ -14,7 +14,7 @@ import (
 func TestRecurCommandsSetListAndRemove(t *testing.T) {
 	e := newCLIEnv(t)
 	out := e.mustRun("", "recur", "set", "orders", "daily-digest", "0 9 * * *", "--tz", "Europe/Berlin",
-		"--header", "tenant=eu", "--routing-key", "digests", `{"kind":"digest"}`)
+		"--header", "tenant=eu", "--routing-key", "digests", "--key", "eu", `{"kind":"digest"}`)
 	if !strings.Contains(out, "recurrence daily-digest on orders") || !strings.Contains(out, "first tick") {
 		t.Errorf("set printed %q", out)
 	}
@@ -24,7 +24,7 @@ func TestRecurCommandsSetListAndRemove(t *testing.T) {
 		t.Fatalf("Recurrences = %v, %v", rs, err)
 	}
 	want := queue.Recurrence{ID: "daily-digest", Spec: "0 9 * * *", Zone: "Europe/Berlin",
-		Message: queue.Message{Body: []byte(`{"kind":"digest"}`), Headers: map[string]string{"tenant": "eu"}, RoutingKey: "digests"}}
+		Message: queue.Message{Body: []byte(`{"kind":"digest"}`), Headers: map[string]string{"tenant": "eu"}, RoutingKey: "digests", Key: "eu"}}
 	if d := cmp.Diff(want, rs[0].Recurrence, cmpopts.EquateEmpty()); d != "" {
 		t.Errorf("stored (-want +got):\n%s", d)
 	}

@@ -38,6 +38,7 @@ func runSchedule(ctx context.Context, args []string, s stdio) int {
 	headers := headerFlags{}
 	fs.Var(headers, "header", "envelope topics: a header `name=value` (repeatable)")
 	routingKey := fs.String("routing-key", "", "envelope topics: this message's AMQP routing `key` or Kafka record key")
+	key := fs.String("key", "", "envelope topics: the message's fair-share `key` (tenant, customer, group; up to 256 bytes)")
 	b64 := fs.Bool("base64", false, "the body is base64 text: decode it first")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	empty := fs.Bool("empty", false, "allow an empty body (refused otherwise: usually a mistake)")
@@ -75,7 +76,7 @@ func runSchedule(ctx context.Context, args []string, s stdio) int {
 	if len(body) == 0 && !*empty {
 		return badUsage(fs, s, "the body is empty: give --empty to schedule an empty message")
 	}
-	msg := queue.Message{ID: *id, Body: body, Headers: headers, RoutingKey: *routingKey}
+	msg := queue.Message{ID: *id, Body: body, Headers: headers, RoutingKey: *routingKey, Key: *key}
 	if t.Format == queue.FormatEnvelope && msg.ID == "" {
 		msg.ID = randomID()
 	}

@@ -14,7 +14,7 @@ import (
 func TestScheduleCommandSchedulesAnEnvelopeWithIDHeadersAndRoutingKey(t *testing.T) {
 	e := newCLIEnv(t)
 	out := e.mustRun("", "schedule", "orders", "--in", "30m", "--id", "order-42", "--header", "tenant=eu-1",
-		"--header", "kind=timeout", "--routing-key", "orders.eu", `{"order":42}`)
+		"--header", "kind=timeout", "--routing-key", "orders.eu", "--key", "tenant-eu-1", `{"order":42}`)
 	if !strings.Contains(out, "scheduled order-42 on orders") || !strings.Contains(out, "in 30m") {
 		t.Errorf("output %q", out)
 	}
@@ -23,7 +23,7 @@ func TestScheduleCommandSchedulesAnEnvelopeWithIDHeadersAndRoutingKey(t *testing
 		t.Fatal(err)
 	}
 	want := queue.Message{ID: "order-42", Body: []byte(`{"order":42}`),
-		Headers: map[string]string{"tenant": "eu-1", "kind": "timeout"}, RoutingKey: "orders.eu"}
+		Headers: map[string]string{"tenant": "eu-1", "kind": "timeout"}, RoutingKey: "orders.eu", Key: "tenant-eu-1"}
 	if diff := cmp.Diff(want, info.Message); diff != "" {
 		t.Errorf("message (-want +got):\n%s", diff)
 	}

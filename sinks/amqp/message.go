@@ -29,6 +29,9 @@ func publishing(m sinks.Message, now time.Time, headers amqp091.Table) amqp091.P
 	headers[sinks.HeaderTopic] = m.Topic
 	headers[sinks.HeaderDue] = m.DueMillis()
 	headers[sinks.HeaderAttempt] = int64(m.Attempt)
+	if m.Key != "" {
+		headers[sinks.HeaderKey] = m.Key
+	}
 	p := m.Properties
 	if p.ContentType != "" {
 		contentType = p.ContentType

@@ -191,9 +191,12 @@ func (s *Sink) record(m *sinks.Message, now time.Time) kafkago.Message {
 		kafkago.Header{Key: sinks.HeaderDue, Value: []byte(m.DueHeader())},
 		kafkago.Header{Key: sinks.HeaderAttempt, Value: []byte(strconv.Itoa(m.Attempt))},
 	)
+	if m.Key != "" {
+		headers = append(headers, kafkago.Header{Key: sinks.HeaderKey, Value: []byte(m.Key)})
+	}
 	for _, k := range slices.Sorted(maps.Keys(m.Headers)) {
 		switch k {
-		case sinks.HeaderID, sinks.HeaderTopic, sinks.HeaderDue, sinks.HeaderAttempt:
+		case sinks.HeaderID, sinks.HeaderTopic, sinks.HeaderDue, sinks.HeaderAttempt, sinks.HeaderKey:
 			continue // ours are authoritative
 		}
 		headers = append(headers, kafkago.Header{Key: k, Value: []byte(m.Headers[k])})

@@ -11,7 +11,8 @@ import (
 
 // Field names of a stream entry. Every entry has FieldID, FieldTopic,
 // FieldDue, FieldAttempt and FieldBody, in that order; then FieldRoutingKey
-// when the message has a routing key of its own; then one field per
+// when the message has a routing key of its own; then FieldKey when it has a
+// fair-share key; then one field per
 // envelope header, named HeaderPrefix + the header's name, in name order.
 // The prefix keeps a header from shadowing a field of delaybridge's.
 const (
@@ -21,6 +22,7 @@ const (
 	FieldAttempt    = "attempt"     // 1-based attempt number, in decimal
 	FieldBody       = "body"        // the payload, byte for byte
 	FieldRoutingKey = "routing_key" // the envelope's routing_key, only when set
+	FieldKey        = "key"         // the message's fair-share key, only when set
 	HeaderPrefix    = "h:"          // prefix of an envelope header's field
 )
 
@@ -41,6 +43,9 @@ func (s *Sink) xadd(m *sinks.Message) *goredis.XAddArgs {
 	)
 	if m.RoutingKey != "" {
 		values = append(values, FieldRoutingKey, m.RoutingKey)
+	}
+	if m.Key != "" {
+		values = append(values, FieldKey, m.Key)
 	}
 	for _, k := range slices.Sorted(maps.Keys(m.Headers)) {
 		values = append(values, HeaderPrefix+k, m.Headers[k])

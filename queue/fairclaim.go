@@ -1,0 +1,173 @@
+package queue
+
+import "fmt"
+
+// fairTakeLua defines fair_take(limit, horizon): take up to limit members
+// due by horizon from the scheduled set of a fair topic, round-robin among
+// keys (see fair.go), and return them as {m1, s1, m2, s2, …} in the order
+// taken, and whether the claim should be made again at once (keys are still
+// ready, or waiting keys are due that this call did not promote). Needs
+// slotLua and fairLua.
+//
+// Each pass of the loop serves the key at the head of ready: it reads its
+// share q of entries (plus one, its next head), checks them against the
+// scheduled set with one ZMSCORE, takes the due ones, and either drops a
+// stale entry (its member gone or moved) or re-places the key. A pass takes
+// a message or drops an entry or moves a key out of ready, and there are at
+// most 2 × limit + 16 passes: the cost is bounded by limit.
+const fairTakeLua = `
+local function fair_take(limit, horizon)
+  local hs = string.format('%.0f', horizon)
+  local head = redis.call('ZRANGE', sched, 0, 0, 'WITHSCORES')
+  if head[2] and fnum(head[2]) <= horizon then fair_add(head[1], head[2]) end
+  local due = redis.call('ZRANGEBYSCORE', fwait, '-inf', hs, 'LIMIT', 0, math.min(limit, 1000))
+  if #due > 0 then
+    local seq, add = ftail(), {}
+    for i, k in ipairs(due) do
+      add[#add + 1] = seq + i - 1
+      add[#add + 1] = k
+    end
+    redis.call('ZREM', fwait, unpack(due))
+    redis.call('ZADD', fready, unpack(add))
+  end
+  local out, left, passes = {}, limit, 2 * limit + 16
+  while left > 0 and passes > 0 do
+    passes = passes - 1
+    local k = redis.call('ZRANGE', fready, 0, 0)[1]
+    if not k then break end
+    local q = math.max(1, math.floor(left / redis.call('ZCARD', fready)))
+    local es = redis.call('ZRANGEBYLEX', fheads, '[' .. k .. '\0', '(' .. k .. '\1', 'LIMIT', 0, q + 1)
+    if #es == 0 then
+      redis.call('ZREM', fready, k)
+      redis.call('ZREM', fcount, k)
+    else
+      local skip = #k + 1
+      local ms = {}
+      for i = 1, #es do ms[i] = string.sub(es[i], skip + 9) end
+      local ss = redis.call('ZMSCORE', sched, unpack(ms))
+      local took, tm, te, stop = 0, {}, {}, nil
+      for i = 1, #es do
+        local s = ss[i]
+        if took == q or not s or fnum(s) > horizon or string.sub(es[i], skip + 1, skip + 8) ~= ford(s) then
+          stop = i
+          break
+        end
+        took = took + 1
+        tm[took], te[took] = ms[i], es[i]
+        out[#out + 1] = ms[i]
+        out[#out + 1] = s
+      end
+      if took > 0 then
+        redis.call('ZREM', fheads, unpack(te))
+        redis.call('ZREM', sched, unpack(tm))
+        left = left - took
+      end
+      local gone = took
+      if stop then
+        local s = ss[stop]
+        if not s then
+          redis.call('ZREM', fheads, es[stop])
+          gone = gone + 1
+        elseif string.sub(es[stop], skip + 1, skip + 8) ~= ford(s) then
+          redis.call('ZREM', fheads, es[stop])
+          gone = gone + 1
+          fair_add(ms[stop], s)
+        elseif fnum(s) > horizon then
+          redis.call('ZREM', fready, k)
+          redis.call('ZADD', fwait, s, k)
+        else
+          redis.call('ZADD', fready, ftail(), k)
+        end
+      end
+      fair_dec(k, gone)
+      if not stop and redis.call('ZSCORE', fcount, k) then
+        -- every entry read was taken and the key has more: its next turn
+        -- finds them (or drops its stale count).
+        redis.call('ZADD', fready, ftail(), k)
+      end
+    end
+  end
+  local again = redis.call('ZCARD', fready) > 0
+  if not again then
+    local w = redis.call('ZRANGE', fwait, 0, 0, 'WITHSCORES')
+    again = w[2] ~= nil and fnum(w[2]) <= horizon
+  end
+  return out, again
+end
+`
+
+// fairClaimScript is claimScript for a fair topic: the same KEYS, ARGV and
+// reply, with the members chosen by fair_take instead of the lowest scores,
+// and returned in score order (within a key they are taken in due order,
+// so ordering the batch by score keeps that order; the forwarder hands a
+// claim ahead over by score). next is "" while fair_take says to claim
+// again, else the scheduled set's lowest score.
+var fairClaimScript = drainScript(nowLua, idsLua, buryLua, recurLua, tickLua, fairLua, fairTakeLua,
+	fmt.Sprintf("local chunk = %d\n", claimChunk), `
+local out = {string.format('%.3f', tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000), '', '0', '0'}
+if redis.call('HLEN', paused) > 0 then
+  out[3] = '1'
+  return out
+end
+local horizon = now + math.max(tonumber(ARGV[4] or '0') or 0, 0)
+local limit = tonumber(ARGV[1])
+local deadline = horizon + tonumber(ARGV[2])
+local envelopes = ARGV[3] == '1'
+local items, again = fair_take(limit, horizon)
+local order = {}
+for i = 1, #items, 2 do order[#order + 1] = i end
+table.sort(order, function(a, b)
+  local x, y = fnum(items[a + 1]), fnum(items[b + 1])
+  if x ~= y then return x < y end
+  return a < b
+end)
+local ms, ss, buried = {}, {}, 0
+for _, i in ipairs(order) do
+  local m, s = items[i], items[i + 1]
+  if s == '-inf' then
+    bury(m, 'due time -inf can never be honoured', envelopes and idof(m) or '', s)
+    buried = buried + 1
+  else
+    ms[#ms + 1], ss[#ss + 1] = m, s
+  end
+end
+out[4] = tostring(buried)
+local ticks = {}
+for c = 1, #ms, chunk do
+  local last = math.min(c + chunk - 1, #ms)
+  local part = {unpack(ms, c, last)}
+  local known = redis.call('HMGET', dues, unpack(part))
+  local again_, atts = {}, {}
+  for j = 1, #part do
+    if known[j] then again_[#again_ + 1] = part[j] end
+  end
+  if #again_ > 0 then
+    local a = redis.call('HMGET', attempts, unpack(again_))
+    for j = 1, #again_ do atts[again_[j]] = a[j] end
+  end
+  local record, lease = {}, {}
+  for j = 1, #part do
+    local m, due = part[j], known[j]
+    if not due then
+      due = ss[c + j - 1]
+      record[#record + 1] = m
+      record[#record + 1] = due
+    end
+    lease[#lease + 1] = deadline
+    lease[#lease + 1] = m
+    out[#out + 1] = m
+    out[#out + 1] = due
+    out[#out + 1] = atts[m] or '0'
+    out[#out + 1] = ss[c + j - 1]
+    if looks_tick(m) and vouched(m) then ticks[#ticks + 1] = c + j - 2 end
+  end
+  if #record > 0 then redis.call('HSET', dues, unpack(record)) end
+  redis.call('ZADD', inflight, unpack(lease))
+end
+if not again and #items / 2 < limit then
+  local nxt = redis.call('ZRANGE', sched, 0, 0, 'WITHSCORES')
+  if nxt[2] then out[2] = nxt[2] end
+end
+if #ticks > 0 then out[#out + 1] = table.concat(ticks, ',') end
+return out
+`)
