@@ -75,10 +75,19 @@ func TestWaitAOFConfirmsEachWriteOnce(t *testing.T) {
 		t.Fatalf("first schedule: %v", err) // registers the topic: its own writes
 	}
 
-	items := make([]Item, 50)
-	for i := range items {
-		items[i] = Item{Message: Message{ID: fmt.Sprintf("aof-batch-%02d", i), Body: []byte("x")}, When: In(time.Hour)}
+	batch := func(name string) []Item {
+		items := make([]Item, 50)
+		for i := range items {
+			items[i] = Item{Message: Message{ID: fmt.Sprintf("%s-%02d", name, i), Body: []byte("x")}, When: In(time.Hour)}
+		}
+		return items
 	}
+	// A first batch loads the batch script: its EVALSHA answered NOSCRIPT
+	// runs the pipeline again, WAITAOF included.
+	if _, err := q.ScheduleBatch(ctx, tp, batch("aof-warm")); err != nil {
+		t.Fatalf("first batch: %v", err)
+	}
+	items := batch("aof-batch")
 	before := waitAOFCalls(t, rdb)
 	if _, err := q.ScheduleBatch(ctx, tp, items); err != nil {
 		t.Fatalf("batch with appendonly yes: %v", err)
