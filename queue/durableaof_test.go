@@ -138,6 +138,7 @@ func TestWaitAOFConfirmsEachWriteOnce(t *testing.T) {
 		_, err := q.Schedule(ctx, tp, Message{ID: "aof-back", Body: []byte("x")}, In(time.Hour))
 		return err == nil
 	})
+	e2etest.WaitAOFRewritten(t, srv.Addr)
 }
 
 // TestWaitAOFKeepsAcknowledgedThroughAKill: producers schedule singly and

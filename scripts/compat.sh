@@ -77,9 +77,11 @@ echo "compat: $("$REDIS_SERVER" --version)"
 echo "compat: sentinel ${REDIS_SENTINEL:-$REDIS_SERVER --sentinel}, cli $REDIS_CLI, suites: $SUITES"
 
 code=0
-# The tests that need WAITAOF (skipped by make test on a server without it)
-# and the key-declaration guard over the scripts, on this server.
-$GO test $FLAGS -count=1 -timeout 15m -run 'WaitAOF|DeclaredKeys' ./queue ./cmd/delaybridge || code=1
+# The scripts' packages (their tests run every script under the guard that
+# refuses undeclared keys, internal/luakeys) and the tests that need
+# WAITAOF (make test skips them on a server without it), on this server.
+$GO test $FLAGS -count=1 -timeout 15m ./queue ./flowstate ./internal/luakeys || code=1
+$GO test $FLAGS -count=1 -timeout 15m -run 'WaitAOF' ./cmd/delaybridge || code=1
 for s in $SUITES; do
 	$GO test $FLAGS -count=1 -timeout 30m -p 1 "./$s/..." || code=1
 done

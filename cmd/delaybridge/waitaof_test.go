@@ -94,4 +94,5 @@ func TestWaitAOFOffAtRunTimeIsNotReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.waitReadyz(30*time.Second, "200 ready again", func(code int, _ string) bool { return code == 200 })
+	e2etest.WaitAOFRewritten(t, srv.Addr)
 }

@@ -61,3 +61,19 @@ func SkipWithoutWaitAOF(tb testing.TB, addr string) string {
 	}
 	return v
 }
+
+// WaitAOFRewritten waits until the server at addr has no AOF rewrite in
+// progress or scheduled (CONFIG SET appendonly yes starts one, in a child
+// process that a SIGKILL of the server does not end): call it before the
+// test ends, so its directory can be removed.
+func WaitAOFRewritten(tb testing.TB, addr string) {
+	tb.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	WaitFor(tb, 30*time.Second, "the AOF rewrite on "+addr+" to end", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		info, err := rdb.Info(ctx, "persistence").Result()
+		return err == nil && strings.Contains(info, "aof_rewrite_in_progress:0") && strings.Contains(info, "aof_rewrite_scheduled:0")
+	})
+}
