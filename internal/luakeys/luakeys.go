@@ -73,28 +73,34 @@ local __declared = {}
 for _, k in ipairs(KEYS) do __declared[k] = true end
 local __keys = {%s}
 local __families = {%f}
+local function __check(name, k)
+  if __declared[k] then return end
+  k = tostring(k)
+  for _, f in ipairs(__families) do
+    local p = KEYS[f] and (KEYS[f] .. ':')
+    if p and string.sub(k, 1, #p) == p then return end
+  end
+  error('luakeys: ' .. name .. ' touches key ' .. k .. ', which the script does not declare in KEYS')
+end
 local function __guard(cmd, ...)
-  local name = string.upper(tostring(cmd))
-  local spec = __keys[name]
+  local spec = __keys[cmd]
   if spec == nil then
-    error('luakeys: ' .. name .. ' is not in the key guard\'s table (internal/luakeys): add it with its key positions')
+    cmd = string.upper(tostring(cmd))
+    spec = __keys[cmd]
+    if spec == nil then
+      error('luakeys: ' .. cmd .. ' is not in the key guard\'s table (internal/luakeys): add it with its key positions')
+    end
   end
   local first, last, step = spec[1], spec[2], spec[3]
   if first == 0 then return end
+  if first == 1 and last == 1 then -- the common case: no table of the arguments
+    __check(cmd, (...))
+    return
+  end
   local n = select('#', ...)
   local args = {...}
   if last < 0 then last = n + 1 + last end
-  for i = first, math.min(last, n), step do
-    local k = tostring(args[i])
-    local ok = __declared[k]
-    for _, f in ipairs(__families) do
-      local p = KEYS[f] and (KEYS[f] .. ':')
-      if not ok and p and string.sub(k, 1, #p) == p then ok = true end
-    end
-    if not ok then
-      error('luakeys: ' .. name .. ' touches key ' .. k .. ', which the script does not declare in KEYS')
-    end
-  end
+  for i = first, math.min(last, n), step do __check(cmd, args[i]) end
 end
 local redis = setmetatable({
   call = function(cmd, ...) __guard(cmd, ...) return __redis.call(cmd, ...) end,
