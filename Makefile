@@ -14,7 +14,7 @@ COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: build test lint chromium python-redis jaeger demo demo-kafka demo-intake services services-stop chaos fuzz bench bench-quick clean ldflags helm-sync
+.PHONY: build test compat lint chromium python-redis jaeger demo demo-kafka demo-intake services services-stop chaos fuzz bench bench-quick clean ldflags helm-sync
 
 # GOOS=linux GOARCH=arm64 make build cross-compiles (the release workflow).
 build:
@@ -80,6 +80,17 @@ test: services lint chromium python-redis jaeger
 	$(GO) test -race -timeout 20m $(filter-out $(addprefix $(MODULE)/,$(SUITES)),$(shell $(GO) list ./...))
 	$(GO) test -race -timeout 20m -p 1 $(addprefix ./,$(SUITES))
 	cd deploy && $(GO) test -timeout 15m ./...
+
+# compat runs the e2e, cluster (with Sentinel) and chaos suites, and the
+# tests that need WAITAOF, against another server binary: REDIS_SERVER
+# (required), REDIS_SENTINEL and REDIS_CLI (default: next to it). Build the
+# server yourself from a source tree you provide, e.g. make -C <valkey tree>,
+# then make compat REDIS_SERVER=<tree>/src/valkey-server. Like make bench it
+# is run and recorded (docs/installation.md), not part of make test.
+compat:
+	@if [ -z "$(REDIS_SERVER)" ]; then echo "make compat: set REDIS_SERVER=/path/to/valkey-server (see docs/installation.md)" >&2; exit 2; fi
+	scripts/services.sh start
+	REDIS_SERVER="$(REDIS_SERVER)" REDIS_SENTINEL="$(REDIS_SENTINEL)" REDIS_CLI="$(REDIS_CLI)" GO="$(GO)" scripts/compat.sh
 
 # demo.sh starts Redis and RabbitMQ itself when they are missing, and stops
 # what it started when the demo ends.

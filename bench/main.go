@@ -42,6 +42,7 @@ type options struct {
 	devkafka   string
 	redisURL   string
 	redisBin   string
+	appendonly bool
 	amqpURL    string
 	size       int
 	rawWindow  int
@@ -129,6 +130,7 @@ func main() {
 	flag.StringVar(&o.devkafka, "devkafka", "bin/devkafka", "the local Kafka broker binary (make build)")
 	flag.StringVar(&o.redisURL, "redis", envOr("DELAYBRIDGE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis URL")
 	flag.StringVar(&o.redisBin, "redis-server", "", "start a private Redis from this redis-server binary (\"auto\": from PATH) instead of using -redis, so other clients of a shared Redis cannot stall it")
+	flag.BoolVar(&o.appendonly, "redis-appendonly", false, "start the private server (-redis-server) with appendonly yes, appendfsync everysec: with -daemon-env DELAYBRIDGE_REDIS_WAIT_AOF=true, what WAITAOF costs (docs/installation.md)")
 	flag.StringVar(&o.amqpURL, "amqp", envOr("DELAYBRIDGE_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"), "RabbitMQ URL")
 	flag.IntVar(&o.size, "size", 128, "message body size in bytes")
 	flag.IntVar(&o.rawWindow, "raw-window", 8000, "unconfirmed messages the raw RabbitMQ publisher keeps in flight")
@@ -165,7 +167,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.redisBin != "" {
-		srv, err := startRedis(o.redisBin)
+		srv, err := startRedis(o.redisBin, o.appendonly)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)

@@ -20,8 +20,9 @@ type redisServer struct {
 }
 
 // startRedis runs bin ("auto": redis-server from PATH) on a free port of
-// 127.0.0.1, without persistence, and waits until it answers.
-func startRedis(bin string) (*redisServer, error) {
+// 127.0.0.1, without persistence (appendonly: with appendonly yes and
+// appendfsync everysec, for WAITAOF), and waits until it answers.
+func startRedis(bin string, appendonly bool) (*redisServer, error) {
 	if bin == "auto" {
 		p, err := exec.LookPath("redis-server")
 		if err != nil {
@@ -34,7 +35,11 @@ func startRedis(bin string) (*redisServer, error) {
 		return nil, err
 	}
 	srv, err := e2etest.LaunchRedisServer(bin, "redis-server", dir, redis.Options{}, func(port int, dir string) []string {
-		return []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no", "--dir", dir}
+		aof := []string{"--appendonly", "no"}
+		if appendonly {
+			aof = []string{"--appendonly", "yes", "--appendfsync", "everysec"}
+		}
+		return append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--dir", dir}, aof...)
 	})
 	if err != nil {
 		os.RemoveAll(dir)

@@ -9,7 +9,7 @@ import (
 )
 
 func TestPrivateRedisServerAnswersAndLeavesNoFiles(t *testing.T) {
-	srv, err := startRedis("auto")
+	srv, err := startRedis("auto", false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ type env struct {
 	RedisTLSInsecure      string `envconfig:"REDIS_TLS_INSECURE" default:"false" desc:"true: skip verifying Redis's certificate (tests only)"`
 	RedisWaitReplicas     string `envconfig:"REDIS_WAIT_REPLICAS" default:"0" desc:"acknowledge a schedule (intake, HTTP API, CLI) only once this many replicas have it (WAIT, once per batch); while fewer are connected, acceptance stops. 0: acknowledge what the master has (a failover may lose it). See docs/operations.md"`
 	RedisWaitTimeout      string `envconfig:"REDIS_WAIT_TIMEOUT" default:"500ms" desc:"longest wait for REDIS_WAIT_REPLICAS (and REDIS_WAIT_AOF), 1ms to 2s; past it the producer is told the write is not confirmed (HTTP 503), the intake hands the message back"`
-	RedisWaitAOF          string `envconfig:"REDIS_WAIT_AOF" default:"false" desc:"true: also wait for the master's fsync of its append-only file (WAITAOF, Redis 7.2 or later: refused at start on an older server)"`
+	RedisWaitAOF          string `envconfig:"REDIS_WAIT_AOF" default:"false" desc:"true: also wait for the master's fsync of its append-only file (WAITAOF, Redis or Valkey 7.2 or later, with appendonly yes: refused at start, exit 2, on a server without WAITAOF or with appendonly no; appendonly turned off later makes /readyz 503)"`
 
 	AMQPURL            string `envconfig:"AMQP_URL" default:"amqp://guest:guest@127.0.0.1:5672/" secret:"true" desc:"RabbitMQ URL (amqp:// or amqps://); may be empty when no topic uses amqp"`
 	AMQPCAFile         string `envconfig:"AMQP_CA_FILE" desc:"PEM CA bundle to verify RabbitMQ's TLS certificate (needs an amqps:// URL)"`

@@ -251,6 +251,9 @@ func readmeDecisions() []readmeDecision {
 		first:  "kubectl create namespace delaybridge",
 		notRun: "needs Kubernetes and Helm; the chart is rendered and checked by the deploy module's tests",
 	}, {
+		first:  "make -C <valkey source tree>",
+		notRun: "builds another server from a source tree the developer provides, then make compat runs this suite against it: run and recorded by hand, like make bench",
+	}, {
 		first: "delaybridge ls orders --state retrying --limit 50",
 		script: func(r *readmeRun, lines []string) []string {
 			payload := filepath.Join(r.dir, "payload.bin")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delaybridge/delaybridge/internal/luakeys"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -40,7 +41,7 @@ func (o Override) IsZero() bool { return o.Rate == nil && o.HoldAbove == nil }
 //
 // Stamps since with Redis's now; deletes the key when no limit field is left.
 // Returns 1.
-var setLimitsScript = redis.NewScript(nowLua + `
+var setLimitsScript = luakeys.NewScript(nowLua + `
 for i = 1, #ARGV, 2 do
   if ARGV[i + 1] == '' then
     redis.call('HDEL', KEYS[1], ARGV[i])

@@ -7,8 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/delaybridge/delaybridge/internal/luakeys"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -51,7 +50,7 @@ func BurstOf(rate float64) float64 { return max(1, rate/10) }
 // else "0". Both keys expire once the bucket would be full anyway. It runs
 // on a full Redis (allowOOMLua): its state is two small keys, and a limited
 // topic must keep draining the backlog that filled Redis.
-var acquireScript = redis.NewScript(allowOOMLua + `
+var acquireScript = luakeys.NewScript(allowOOMLua + `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 local rate, burst, want, back = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])

@@ -6,8 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/delaybridge/delaybridge/internal/luakeys"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -34,7 +33,7 @@ import (
 // key, one field per replica, whose writes are bounded by the replicas; a
 // report that could not be written would hide a held topic or the limits
 // in force exactly when Redis is under pressure. Returns 1.
-var reportScript = redis.NewScript(allowOOMLua + nowLua + `
+var reportScript = luakeys.NewScript(allowOOMLua + nowLua + `
 if ARGV[2] == '' then
   redis.call('HDEL', KEYS[1], ARGV[1])
 else
@@ -65,7 +64,7 @@ func (s *Store) report(ctx context.Context, key, replica, report string, ttl tim
 // KEYS[1] -> a report HASH (FlowKeys.Held, FlowKeys.Env)
 //
 // Returns {replica, field, …}.
-var reportsScript = redis.NewScript(nowLua + `
+var reportsScript = luakeys.NewScript(nowLua + `
 local out = {}
 for _, r in ipairs(redis.call('HKEYS', KEYS[1])) do
   local v = redis.call('HGET', KEYS[1], r)

@@ -40,11 +40,28 @@ var ErrNotReplicated = errors.New("written, not confirmed on the replicas asked 
 // acknowledgement could be honest. Nothing was written; retry later.
 var ErrTooFewReplicas = errors.New("fewer replicas connected than the acceptance asks for: nothing written; retry when they are back")
 
+// ErrAOFOff is a write refused before it was made: acceptance waits for
+// the master's AOF fsync (WAITAOF) and its appendonly is off, so WAITAOF
+// could confirm nothing. Nothing was written; retry when it is back on.
+var ErrAOFOff = errors.New("the server's appendonly is off (aof_enabled:0), so WAITAOF cannot confirm any write: nothing written; retry when appendonly is yes again")
+
+// ErrDurabilityUnsupported is a Durability the server cannot give at all
+// (see CheckDurability): a configuration to refuse at start. The errors
+// CheckDurability returns match it with errors.Is and say why on their own.
+var ErrDurabilityUnsupported = errors.New("the server cannot confirm the durability asked for")
+
+// unsupported is a refusal of CheckDurability: its message, matching
+// ErrDurabilityUnsupported.
+type unsupported string
+
+func (e unsupported) Error() string      { return string(e) }
+func (unsupported) Is(target error) bool { return target == ErrDurabilityUnsupported }
+
 // Unconfirmed reports whether err means that a write was not confirmed as
-// durable (ErrNotReplicated or ErrTooFewReplicas): the producer should
-// retry it, which is safe.
+// durable (ErrNotReplicated, ErrTooFewReplicas or ErrAOFOff): the producer
+// should retry it, which is safe.
 func Unconfirmed(err error) bool {
-	return errors.Is(err, ErrNotReplicated) || errors.Is(err, ErrTooFewReplicas)
+	return errors.Is(err, ErrNotReplicated) || errors.Is(err, ErrTooFewReplicas) || errors.Is(err, ErrAOFOff)
 }
 
 // WithDurability returns a Queue whose acceptance paths (Schedule,
@@ -68,9 +85,10 @@ func (q *Queue) Durability() Durability { return q.durable }
 
 func (q *Queue) waiting() bool { return q.durable.Replicas > 0 || q.durable.AOF }
 
-// CheckDurability refuses a Durability the server cannot give: WAITAOF
-// needs Redis 7.2. It reads the version of the node q reaches (any node of
-// a Cluster).
+// CheckDurability refuses a Durability the server cannot give (wrapping
+// ErrDurabilityUnsupported): WAITAOF needs a server that has the command
+// (Redis or Valkey 7.2 or later) and whose appendonly is yes, else it
+// confirms nothing. It reads the node q reaches (any node of a Cluster).
 func (q *Queue) CheckDurability(ctx context.Context) error {
 	if !q.durable.AOF {
 		return nil
@@ -80,14 +98,35 @@ func (q *Queue) CheckDurability(ctx context.Context) error {
 		return fmt.Errorf("check WAITAOF support: %w", err)
 	}
 	v := infoField(info, "redis_version")
-	var major, minor int
-	if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil {
-		return fmt.Errorf("check WAITAOF support: redis_version %q: %w", v, err)
+	has, err := q.hasCommand(ctx, "waitaof")
+	if err != nil { // COMMAND refused (an ACL): judge by the version
+		var major, minor int
+		if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil {
+			return fmt.Errorf("check WAITAOF support: redis_version %q: %w", v, err)
+		}
+		has = major > 7 || major == 7 && minor >= 2
 	}
-	if major < 7 || major == 7 && minor < 2 {
-		return fmt.Errorf("waiting for the AOF fsync needs WAITAOF, Redis 7.2 or later; this server is %s", v)
+	if !has {
+		return unsupported(fmt.Sprintf("waiting for the AOF fsync needs WAITAOF, Redis 7.2 or later; this server is %s and has no WAITAOF", v))
+	}
+	persistence, err := q.rdb.Info(ctx, "persistence").Result()
+	if err != nil {
+		return fmt.Errorf("check appendonly: %w", err)
+	}
+	if infoField(persistence, "aof_enabled") == "0" {
+		return unsupported("waiting for the AOF fsync needs the server's appendonly yes; this server has appendonly no (aof_enabled:0), so WAITAOF could confirm no write")
 	}
 	return nil
+}
+
+// hasCommand reports whether the server knows name (COMMAND INFO answers
+// nil for a command it does not know).
+func (q *Queue) hasCommand(ctx context.Context, name string) (bool, error) {
+	v, err := q.rdb.Do(ctx, "command", "info", name).Slice()
+	if err != nil {
+		return false, fmt.Errorf("COMMAND INFO %s: %w", name, err)
+	}
+	return len(v) == 1 && v[0] != nil, nil
 }
 
 // waitCmds are the confirmations queued after a pipeline's writes.

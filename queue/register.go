@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/delaybridge/delaybridge/internal/luakeys"
 )
 
 // Change is one layout Register wrote.
@@ -24,7 +24,7 @@ type Change struct {
 //
 // Returns the ids whose deadline is after Redis's TIME. It writes nothing:
 // expired entries are the heartbeat's to drop.
-var liveScript = redis.NewScript(nowLua + `
+var liveScript = luakeys.NewScript(nowLua + `
 local out = {}
 local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%.0f', now), '+inf')
 for i = 1, #live do

@@ -28,6 +28,7 @@ type replicaGate struct {
 	mu        sync.Mutex
 	checked   time.Time
 	connected int
+	aofOff    bool  // the last read of INFO persistence said aof_enabled:0
 	err       error // the last read's failure
 }
 
@@ -36,51 +37,59 @@ type replicaGate struct {
 type Acceptance struct {
 	Want      int       // Durability.Replicas
 	Connected int       // replicas counted at Checked (lag ≤ ReplicaMaxLag)
+	AOFOff    bool      // Durability.AOF and the master's appendonly is off
 	Checked   time.Time // zero: never read
 	Err       error     // why acceptance stops; nil: it goes on
 }
 
 // Acceptance reads the replicas connected to the master now (INFO
-// replication) and says whether acceptance goes on. A Queue that waits for
-// no replica always accepts.
+// replication) and, when q waits for the AOF fsync, whether its appendonly
+// is on (INFO persistence), and says whether acceptance goes on. A Queue
+// that waits for nothing always accepts.
 func (q *Queue) Acceptance(ctx context.Context) Acceptance {
-	if q.durable.Replicas == 0 {
+	if !q.waiting() {
 		return Acceptance{}
 	}
-	q.gate.refresh(ctx, q.rdb, 0)
-	return q.gate.state(q.durable.Replicas)
+	q.gate.refresh(ctx, q.rdb, 0, q.durable.AOF)
+	return q.gate.state(q.durable)
 }
 
 // admit refuses a write while fewer replicas are connected than q waits
-// for, reading INFO replication at most once per gateRefresh. On Redis
-// Cluster the replicas are those of each node, and each WAIT says.
+// for, or while the master's appendonly is off and q waits for its fsync,
+// reading INFO at most once per gateRefresh. On Redis Cluster the replicas
+// are those of each node, and each WAIT (and WAITAOF) says.
 func (q *Queue) admit(ctx context.Context) error {
-	if q.durable.Replicas == 0 {
+	if !q.waiting() {
 		return nil
 	}
 	if _, cluster := q.rdb.(*redis.ClusterClient); cluster {
 		return nil
 	}
-	q.gate.refresh(ctx, q.rdb, gateRefresh)
-	return q.gate.state(q.durable.Replicas).Err
+	q.gate.refresh(ctx, q.rdb, gateRefresh, q.durable.AOF)
+	return q.gate.state(q.durable).Err
 }
 
-func (g *replicaGate) refresh(ctx context.Context, rdb redis.UniversalClient, maxAge time.Duration) {
+func (g *replicaGate) refresh(ctx context.Context, rdb redis.UniversalClient, maxAge time.Duration, aof bool) {
 	g.mu.Lock()
 	fresh := !g.checked.IsZero() && time.Since(g.checked) < maxAge
 	g.mu.Unlock()
 	if fresh {
 		return
 	}
-	info, err := rdb.Info(ctx, "replication").Result()
+	sections := []string{"replication"}
+	if aof { // WAITAOF needs Redis 7.0's INFO of several sections anyway
+		sections = append(sections, "persistence")
+	}
+	info, err := rdb.Info(ctx, sections...).Result()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.checked, g.err = time.Now(), nil
 	if err != nil {
-		g.err = fmt.Errorf("read INFO replication: %w", err)
+		g.err = fmt.Errorf("read INFO %s: %w", strings.Join(sections, " "), err)
 		return
 	}
 	g.connected = CountReplicas(info, ReplicaMaxLag)
+	g.aofOff = aof && infoField(info, "aof_enabled") == "0"
 }
 
 // learn takes what a WAIT found: fewer replicas than asked close the gate
@@ -96,13 +105,16 @@ func (g *replicaGate) learn(got, want int) {
 	}
 }
 
-func (g *replicaGate) state(want int) Acceptance {
+func (g *replicaGate) state(d Durability) Acceptance {
+	want := d.Replicas
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	a := Acceptance{Want: want, Connected: g.connected, Checked: g.checked}
+	a := Acceptance{Want: want, Connected: g.connected, Checked: g.checked, AOFOff: d.AOF && g.aofOff}
 	switch {
 	case g.err != nil:
 		// Redis unreachable: the write fails on its own; do not hide why.
+	case a.AOFOff:
+		a.Err = fmt.Errorf("%w (DELAYBRIDGE_REDIS_WAIT_AOF=true)", ErrAOFOff)
 	case g.connected < want:
 		a.Err = fmt.Errorf("%w: %d connected within %ds of lag, %d asked for (DELAYBRIDGE_REDIS_WAIT_REPLICAS)", ErrTooFewReplicas, g.connected, ReplicaMaxLag, want)
 	}

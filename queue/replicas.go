@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/delaybridge/delaybridge/internal/luakeys"
 )
 
 // heartbeatScript renews (or drops) one replica in the replica set and
@@ -22,7 +22,7 @@ import (
 // left out; the ZREMRANGEBYSCORE runs only when one has expired, so an idle
 // heartbeat costs two commands (ZADD, ZRANGE). Returns
 // {now, id1, deadline1, id2, deadline2, …} in deadline order.
-var heartbeatScript = redis.NewScript(allowOOMLua + nowLua + `
+var heartbeatScript = luakeys.NewScript(allowOOMLua + nowLua + `
 local nowstr = string.format('%.0f', now)
 if ARGV[3] == '1' then
   redis.call('ZREM', KEYS[1], ARGV[1])
@@ -136,7 +136,7 @@ const maxReplicas = 10000
 //
 // Returns {now, id1, deadline1, …} in deadline order: the replicas whose
 // deadline is after Redis's now, as heartbeatScript counts them live.
-var replicasScript = redis.NewScript(nowLua + `
+var replicasScript = luakeys.NewScript(nowLua + `
 local nowstr = string.format('%.0f', now)
 local out = {nowstr}
 local live = redis.call('ZRANGE', KEYS[1], '(' .. nowstr, '+inf', 'BYSCORE', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[1]))

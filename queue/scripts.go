@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delaybridge/delaybridge/internal/luakeys"
 )
 
 // Every script of one topic×slot takes the same KEYS in the same order,
@@ -302,10 +304,17 @@ end
 // then its body.
 func slotScript(parts ...string) *redis.Script { return shebangScript("", parts...) }
 
+// indexFamily is KEYS[10], the id index: the one family of keys the slot
+// scripts touch without declaring them, its buckets "<idx>:<n>", named by
+// a hash of an id that the script often reads from Redis first (a claimed
+// member's). They share the slot's hash tag; docs/installation.md says
+// which servers this keeps out.
+const indexFamily = 10
+
 // shebangScript is a slot script whose source starts with a shebang line
 // (allowOOMLua, growLua, or none).
 func shebangScript(shebang string, parts ...string) *redis.Script {
-	return redis.NewScript(shebang + slotLua + strings.Join(parts, ""))
+	return luakeys.NewScript(shebang+slotLua+strings.Join(parts, ""), indexFamily)
 }
 
 // allowOOMLua, the first line of a script's source, lets it run while Redis

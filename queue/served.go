@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delaybridge/delaybridge/internal/luakeys"
 )
 
 // A daemon forwards the topics of its own environment (DELAYBRIDGE_TOPICS),
@@ -54,7 +56,7 @@ func ServedKey(prefix string) string {
 // after the last report, so no daemon left means no key left. Returns the
 // report of each of ARGV[4…] in that order (nil: none), so the heartbeat
 // that reports needs no other read of the HASH.
-var servedScript = redis.NewScript(allowOOMLua + `
+var servedScript = luakeys.NewScript(allowOOMLua + `
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 local live = {}
 for i = 4, #ARGV do live[ARGV[i]] = true end

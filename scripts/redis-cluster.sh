@@ -10,7 +10,14 @@
 # uses its cluster bus port, port+10000. Nothing is persisted: every start of
 # stopped nodes begins with an empty cluster. Installs redis-server and
 # redis-tools from Debian's packages when they are missing.
+#
+# REDIS_SERVER and REDIS_CLI name other binaries (make compat: Valkey's
+# valkey-server and valkey-cli, see docs/installation.md); nothing is
+# installed for them.
 set -euo pipefail
+
+SERVER=${REDIS_SERVER:-redis-server}
+CLIBIN=${REDIS_CLI:-redis-cli}
 
 PORTS=(${DELAYBRIDGE_CLUSTER_PORTS:-7101 7102 7103})
 DIR=${DELAYBRIDGE_CLUSTER_DIR:-/tmp/delaybridge-redis-cluster}
@@ -20,7 +27,7 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 cli() { # port args...
 	local p=$1
 	shift
-	redis-cli -h 127.0.0.1 -p "$p" "$@"
+	"$CLIBIN" -h 127.0.0.1 -p "$p" "$@"
 }
 
 info_field() { # port field
@@ -57,7 +64,7 @@ start_node() { # port
 	fi
 	rm -rf "$d" # a stale nodes.conf would name a cluster that no longer exists
 	mkdir -p "$d"
-	redis-server --port "$p" --bind 127.0.0.1 --cluster-enabled yes \
+	"$SERVER" --port "$p" --bind 127.0.0.1 --cluster-enabled yes \
 		--cluster-config-file "$d/nodes.conf" --cluster-node-timeout 5000 \
 		--save "" --appendonly no --dir "$d" --daemonize yes \
 		--logfile "$d/redis.log" --pidfile "$d/redis.pid"
@@ -89,7 +96,7 @@ create() {
 		fi
 		nodes+=("127.0.0.1:$p")
 	done
-	redis-cli --cluster create "${nodes[@]}" --cluster-replicas 0 --cluster-yes >"$DIR/create.log" 2>&1 || {
+	"$CLIBIN" --cluster create "${nodes[@]}" --cluster-replicas 0 --cluster-yes >"$DIR/create.log" 2>&1 || {
 		cat "$DIR/create.log" >&2
 		echo "redis-cluster: cluster create failed" >&2
 		exit 1
@@ -97,7 +104,15 @@ create() {
 }
 
 start() {
-	command -v redis-server >/dev/null && command -v redis-cli >/dev/null || apt_install redis-server redis-tools
+	if [ -z "${REDIS_SERVER:-}${REDIS_CLI:-}" ]; then
+		command -v redis-server >/dev/null && command -v redis-cli >/dev/null || apt_install redis-server redis-tools
+	fi
+	for b in "$SERVER" "$CLIBIN"; do
+		command -v "$b" >/dev/null || {
+			echo "redis-cluster: $b not found (REDIS_SERVER, REDIS_CLI)" >&2
+			exit 1
+		}
+	done
 	mkdir -p "$DIR"
 	local p
 	for p in "${PORTS[@]}"; do start_node "$p"; done

@@ -54,6 +54,9 @@ func runDaemon(ctx context.Context, args []string, s stdio) int {
 		if errors.Is(err, queue.ErrLayoutMismatch) {
 			return exitConfig // the topic settings disagree with live replicas'
 		}
+		if errors.Is(err, queue.ErrDurabilityUnsupported) {
+			return exitConfig // WAIT_AOF against a server that cannot confirm it
+		}
 		return exitFail
 	}
 	log.Info("delaybridge stopped cleanly")
@@ -98,7 +101,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, tp trace.Tr
 	defer rdb.Close()
 	accept := queue.New(rdb).WithDurability(cfg.RedisWait.Durability())
 	if err := accept.CheckDurability(ctx); err != nil {
-		return fmt.Errorf("%s_REDIS_WAIT_AOF: %w", config.Prefix, err)
+		return fmt.Errorf("%s_REDIS_WAIT_AOF=true: %w", config.Prefix, err)
 	}
 
 	topics, closeSinks, err := buildSinks(cfg, log)

@@ -37,6 +37,7 @@ var ranks = []struct {
 	{"internal/procs", 0},
 	{"internal/logrepeat", 0},
 	{"internal/tracing", 0},
+	{"internal/luakeys", 0},
 	// The data model and the sink contract.
 	{"queue", 1},
 	{"sinks", 1},

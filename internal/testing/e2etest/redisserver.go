@@ -24,7 +24,32 @@ type RedisServer struct {
 	exited  chan error
 }
 
-// StartRedisServer runs redis-server with the arguments args gives for a
+// ServerBinEnv and SentinelBinEnv name the variables that point the tests at
+// another server than the machine's Redis (make compat: Valkey's
+// valkey-server and valkey-sentinel, see docs/installation.md).
+const (
+	ServerBinEnv   = "REDIS_SERVER"
+	SentinelBinEnv = "REDIS_SENTINEL"
+)
+
+// ServerBin is the server binary the tests start: $REDIS_SERVER, default
+// redis-server.
+func ServerBin() string { return getenv(ServerBinEnv, "redis-server") }
+
+// SentinelBin is the binary a test's sentinel runs (with --sentinel):
+// $REDIS_SENTINEL, else redis-sentinel when it is installed, else
+// ServerBin (a server started with --sentinel is a sentinel).
+func SentinelBin() string {
+	if v := os.Getenv(SentinelBinEnv); v != "" {
+		return v
+	}
+	if _, err := exec.LookPath("redis-sentinel"); err == nil && os.Getenv(ServerBinEnv) == "" {
+		return "redis-sentinel"
+	}
+	return ServerBin()
+}
+
+// StartRedisServer runs ServerBin with the arguments args gives for a
 // free port and a directory of its own, and returns once a client made from
 // ping (its Addr set to the server's) gets an answer to PING. A port taken
 // meanwhile makes it try another. It fails the test when redis-server is
@@ -32,10 +57,15 @@ type RedisServer struct {
 // When the test failed, the server's log is shown at cleanup.
 func StartRedisServer(tb testing.TB, what string, ping redis.Options, args func(port int, dir string) []string) *RedisServer {
 	tb.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		tb.Fatalf("redis-server is required to run a %s of the test's own: %v", what, err)
+	return startServerBin(tb, ServerBin(), what, ping, args)
+}
+
+func startServerBin(tb testing.TB, bin, what string, ping redis.Options, args func(port int, dir string) []string) *RedisServer {
+	tb.Helper()
+	if _, err := exec.LookPath(bin); err != nil {
+		tb.Fatalf("%s is required to run a %s of the test's own (%s, %s): %v", bin, what, ServerBinEnv, SentinelBinEnv, err)
 	}
-	s, err := LaunchRedisServer("redis-server", what, tb.TempDir(), ping, args)
+	s, err := LaunchRedisServer(bin, what, tb.TempDir(), ping, args)
 	if err != nil {
 		tb.Fatalf("start %s: %v", what, err)
 	}

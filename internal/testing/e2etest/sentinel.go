@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// StartSentinel runs a sentinel of the test's own (redis-server
+// StartSentinel runs a sentinel of the test's own (SentinelBin
 // --sentinel) on a free loopback port that monitors the master at
 // masterAddr as master, with quorum 1, and returns once it names that
 // master. With a password it has requirepass password, so a client must
@@ -27,7 +27,7 @@ func StartSentinel(tb testing.TB, master, masterAddr, password string, conf ...s
 	if err != nil {
 		tb.Fatalf("master address %q: %v", masterAddr, err)
 	}
-	s := StartRedisServer(tb, "sentinel", redis.Options{Password: password}, func(p int, dir string) []string {
+	s := startServerBin(tb, SentinelBin(), "sentinel", redis.Options{Password: password}, func(p int, dir string) []string {
 		lines := []string{"port " + strconv.Itoa(p), "bind 127.0.0.1", "dir " + dir}
 		if password != "" {
 			lines = append(lines, "requirepass "+password)
