@@ -22,7 +22,7 @@ const checkUsage = `usage: delaybridge check [--json] [--publish-test TOPIC]
 Validates the DELAYBRIDGE_* variables, reaches Redis and every topic's broker,
 and verifies that each topic's destination exists (the AMQP exchange; on the
 default exchange, the queue the routing key names; the Kafka topic; a Redis
-stream key is absent or a stream). Credentials a broker refuses fail at once.
+stream key is absent or a stream) and so does an AMQP intake's queue. Credentials a broker refuses fail at once.
 Whether a named exchange routes a key anywhere only the broker knows, at
 publish time: --publish-test TOPIC sends one real test message (header
 x-delaybridge-test) to that AMQP topic's exchange with its routing key and
@@ -77,6 +77,8 @@ func runCheck(ctx context.Context, args []string, s stdio) int {
 			test = &t.RoutingKey
 		}
 		if err := checkTopic(ctx, cfg, t, quiet, test); err != nil {
+			l.OK, l.Error = false, err.Error()
+		} else if err := checkIntake(ctx, cfg, t); err != nil {
 			l.OK, l.Error = false, err.Error()
 		} else if test != nil {
 			l.Note = publishedTo(t)
