@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -48,8 +49,12 @@ func openCLI(name string, s stdio) (*cli, int) {
 		} else {
 			fmt.Fprintf(s.err, "  %v\n", err)
 		}
+		for _, m := range config.Misspelt(os.Environ()) {
+			fmt.Fprintf(s.err, "  %s\n", m)
+		}
 		return nil, exitConfig
 	}
+	warnMisspelt(name, cfg, s)
 	rdb, err := redisclient.New(cfg.Redis)
 	if err != nil {
 		fmt.Fprintf(s.err, "delaybridge %s: redis: %v\n", name, err)
@@ -68,6 +73,19 @@ func openCLI(name string, s stdio) (*cli, int) {
 }
 
 func (c *cli) close() { c.rdb.Close() }
+
+// warnMisspelt warns of each variable no setting reads that is within two
+// edits of one that does, as check and run do: schedule with
+// DELAYBRIDGE_REDIS_ULR set wrote to the default Redis without a word.
+// Only those with a suggestion: a CLI shares the daemon's environment, and
+// a variable it does not read is no mistake there.
+func warnMisspelt(name string, cfg config.Config, s stdio) {
+	for _, v := range cfg.Unused(os.Environ()) {
+		if sug := cfg.Suggest(v); sug != "" {
+			fmt.Fprintf(s.err, "delaybridge %s: warning: %s is not used by this configuration: did you mean %s?\n", name, v, sug)
+		}
+	}
+}
 
 // openTopic is openCLI for a command about one topic, and that topic. On
 // failure it has printed why and returns the exit code (see topicFailed).

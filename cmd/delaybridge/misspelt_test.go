@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 )
 
 // TestRunSuggestsAMisspeltVariableWhenTheConfigurationFails: with
@@ -27,5 +29,24 @@ func TestRunSuggestsAMisspeltVariableWhenTheConfigurationFails(t *testing.T) {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
 		}
+	}
+}
+
+// TestScheduleSuggestsAMisspeltVariable: schedule read its configuration
+// without a word about a variable nothing reads; like check and run it
+// names the variable meant, and still schedules.
+func TestScheduleSuggestsAMisspeltVariable(t *testing.T) {
+	_, prefix := redistest.New(t)
+	t.Setenv("DELAYBRIDGE_REDIS_URL", redistest.URL())
+	t.Setenv("DELAYBRIDGE_KEY_PREFIX", prefix)
+	t.Setenv("DELAYBRIDGE_TOPICS", "orders")
+	t.Setenv("DELAYBRIDGE_LOG_LEVLE", "debug")
+	e := &cliEnv{t: t, ctx: context.Background()}
+	code, out, errs := e.run("", "schedule", "orders", "--in", "1h", "hello")
+	if code != exitOK {
+		t.Fatalf("schedule: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	if want := "DELAYBRIDGE_LOG_LEVLE is not used by this configuration: did you mean DELAYBRIDGE_LOG_LEVEL?"; !strings.Contains(errs, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errs)
 	}
 }
