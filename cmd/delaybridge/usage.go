@@ -25,14 +25,29 @@ func printHelp(w io.Writer, fs *flag.FlagSet, usage string) {
 			fmt.Fprintf(&b, " %s", name)
 		}
 		fmt.Fprintf(&b, "\n    \t%s", strings.ReplaceAll(text, "\n", "\n    \t"))
-		if d := f.DefValue; d != "" && d != "false" && d != "0" {
-			fmt.Fprintf(&b, " (default %q)", d)
-		}
+		b.WriteString(defaultNote(f, text))
 		b.WriteByte('\n')
 	})
 	if b.Len() > 0 {
 		fmt.Fprint(w, "\nFlags:\n", b.String())
 	}
+}
+
+// defaultNote is " (default …)" for a flag whose default says something
+// that its usage text does not already: quoted only for a string (`--limit`
+// printed (default "20"), and `--slot`, whose text says "default: every
+// slot", added (default "-1")).
+func defaultNote(f *flag.Flag, text string) string {
+	d := f.DefValue
+	if d == "" || d == "false" || d == "0" || strings.Contains(text, "(default") {
+		return ""
+	}
+	if g, ok := f.Value.(flag.Getter); ok {
+		if _, isString := g.Get().(string); isString {
+			return fmt.Sprintf(" (default %q)", d)
+		}
+	}
+	return " (default " + d + ")"
 }
 
 // misused prints what is wrong with a command line in one line, and where to

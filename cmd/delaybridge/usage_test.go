@@ -32,6 +32,32 @@ func TestHelpShowsDoubleDashFlags(t *testing.T) {
 	}
 }
 
+// TestHelpPrintsEachDefaultOnceAndQuotesOnlyText: --limit's default is a
+// number (it printed (default "20")), --slot's text already says its
+// default (it also printed (default "-1")), and a text default keeps its
+// quotes.
+func TestHelpPrintsEachDefaultOnceAndQuotesOnlyText(t *testing.T) {
+	help := func(args ...string) string {
+		var out bytes.Buffer
+		if code := dispatch(context.Background(), args, stdio{in: strings.NewReader(""), out: &out, err: io.Discard}); code != exitOK {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		return out.String()
+	}
+	dead := help("dead", "list", "--help")
+	for _, want := range []string{"(0: all) (default 20)\n", "only this slot (default: every slot)\n"} {
+		if !strings.Contains(dead, want) {
+			t.Errorf("dead list --help lacks %q:\n%s", want, dead)
+		}
+	}
+	if strings.Contains(dead, `"20"`) || strings.Contains(dead, `"-1"`) {
+		t.Errorf("dead list --help quotes a number or doubles a default:\n%s", dead)
+	}
+	if ls := help("ls", "--help"); !strings.Contains(ls, `(default "scheduled")`) || !strings.Contains(ls, "(default 20)") {
+		t.Errorf("ls --help: want (default 20) and (default \"scheduled\"):\n%s", ls)
+	}
+}
+
 // TestMisusedCommandsPrintOneLineAndAHint: every command answers a wrong
 // command line with exit 2, what is wrong, and where to read the help.
 func TestMisusedCommandsPrintOneLineAndAHint(t *testing.T) {
