@@ -32,6 +32,10 @@ func TestScheduleCommandSaysADeliveredIDIsADuplicate(t *testing.T) {
 	if err := json.Unmarshal([]byte(e.mustRun("", "schedule", "orders", "--json", "--id", "paid-7", "v3")), &got); err != nil || got["duplicate"] != true {
 		t.Errorf("--json: %v, %v; want duplicate true", got, err)
 	}
+	// What happened, and nothing that did not: no due time, nothing replaced.
+	if got["scheduled"] != false || got["due"] != nil || got["due_ms"] != nil || got["replaced"] != nil {
+		t.Errorf("--json of a duplicate: %v; want scheduled false and no due, due_ms or replaced", got)
+	}
 	if n := e.rdb.ZCard(e.ctx, tp.Keys(slot).Scheduled).Val(); n != 0 {
 		t.Errorf("%d scheduled; a duplicate wrote something", n)
 	}

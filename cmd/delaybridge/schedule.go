@@ -98,11 +98,16 @@ func runSchedule(ctx context.Context, args []string, s stdio) int {
 // duplicate: its id delivered within the topic's dedup window, nothing
 // scheduled.
 func printReceipt(s stdio, r queue.Receipt, asJSON bool) error {
+	if asJSON && r.Duplicate {
+		// Nothing was scheduled: no due time, nothing replaced (it printed
+		// "replaced":"nothing" and the due time asked for, as if scheduled).
+		return writeJSON(s.out, map[string]any{"topic": r.Topic, "id": r.ID, "duplicate": true, "scheduled": false})
+	}
 	if asJSON {
 		return writeJSON(s.out, map[string]any{
 			"topic": r.Topic, "slot": r.Slot, "id": r.ID,
 			"due": jsonTime(r.Due()), "due_ms": r.Score, "replaced": r.Replaced.String(),
-			"duplicate": r.Duplicate,
+			"duplicate": false, "scheduled": true,
 		})
 	}
 	if r.Duplicate {
