@@ -163,6 +163,7 @@ func New(opt Options) (*Forwarder, error) {
 		draining:   map[slotKey]chan struct{}{},
 	}
 	f.health = newRedisHealth(f.repeats, f.log, opt.redisDownAfter)
+	f.health.hint = opt.RedisHint
 	f.pausedWake = make(chan int, len(opt.Topics))
 	for _, t := range opt.Topics {
 		f.flows = append(f.flows, newFlowTopic(f, t))
@@ -187,6 +188,9 @@ func (f *Forwarder) buildServices() error {
 	f.envReports, errs[4] = newEnvReporter(envReporterConfig{Replica: opt.ReplicaID, TTL: opt.HeartbeatTTL, Topics: opt.Topics, Flow: opt.Flow},
 		f.flowState, f.m, f.log)
 	f.limits, errs[5] = newLimitsReader(limitsConfig{Topics: opt.Topics, Flows: f.flows}, f.flowState, f.m, f.log)
+	if f.limits != nil {
+		f.limits.health = f.health
+	}
 	f.wake, errs[6] = newWakeListener(f.q, opt.KeyPrefix, f.topicIndex, f.wakes, f.stats)
 	f.keyspace, errs[7] = newKeyspaceWatcher(keyspaceConfig{Topics: opt.Topics, KeyPrefix: opt.KeyPrefix, Events: opt.KeyspaceEvents,
 		Recheck: opt.keyspaceRecheck, Lease: opt.Lease, PollInterval: opt.PollInterval, SafetyPoll: opt.KeyspacePollInterval,

@@ -25,8 +25,9 @@ type limitsReader struct {
 	topics []queue.Topic
 	flows  []*flowTopic // flows[i] is topics[i]'s
 	every  time.Duration
-	failed bool   // the last read failed (logged once per outage)
-	passed passes // tests: signalled after each pass
+	failed bool         // the last read failed (logged once per outage)
+	health *redisHealth // the replica's; nil: a failure logs its own line
+	passed passes       // tests: signalled after each pass
 }
 
 // limitsConfig configures a limitsReader.
@@ -65,7 +66,10 @@ func (l *limitsReader) runOnce(ctx context.Context) {
 	switch {
 	case err != nil && ctx.Err() == nil:
 		l.m.RedisErrs.WithLabelValues("limits").Inc()
-		if !l.failed {
+		if l.health != nil {
+			// Redis not answering is the outage's one line (redisdown.go).
+			l.health.failed("", "reading the run-time limits failed; the limits in force stay", err)
+		} else if !l.failed {
 			l.log.Warn("reading the run-time limits failed; the limits in force stay", "err", err)
 		}
 		l.failed = true

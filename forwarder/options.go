@@ -68,6 +68,10 @@ type Options struct {
 
 	Metrics *Metrics
 	Log     *slog.Logger
+	// RedisHint is what the line that says Redis does not answer adds
+	// for a person: where the daemon looks for it and how to test that
+	// (the CLI's words). Empty: none.
+	RedisHint string
 	// Tracing emits a span per publish (trace.go); zero: none.
 	Tracing Tracing
 

@@ -42,6 +42,7 @@ type ownership struct {
 	lastOK  time.Time
 	applied bool
 	last    [][]string
+	lostKey [][]string // last when a lost heartbeat stopped the scanners
 	// beat's own: when this replica last reported the topics it forwards,
 	// the live replicas then, and the reports last read.
 	servedAt   time.Time
@@ -142,8 +143,9 @@ func (o *ownership) apply(ctx context.Context, b beat) time.Duration {
 	if b.err != nil {
 		o.m.RedisErrs.WithLabelValues("heartbeat").Inc()
 		if time.Since(o.lastOK) >= o.ttl && o.scanning() {
-			o.log.Error("heartbeat lost for a whole TTL; stopping every scanner", "err", b.err)
+			o.log.Error("heartbeat lost for a whole TTL; stopping every scanner until a heartbeat succeeds", "err", b.err)
 			o.setLive(ctx, nil)
+			o.lostKey = o.last
 			o.applied, o.last = false, nil
 		} else {
 			o.health.failed("", "heartbeat failed", b.err)
@@ -155,8 +157,14 @@ func (o *ownership) apply(ctx context.Context, b beat) time.Duration {
 	o.m.Replicas.Set(float64(len(b.set.Live)))
 	if key := o.forwarders(b.fw); !o.applied || !slices.EqualFunc(key, o.last, slices.Equal) {
 		gained, lost, owned := o.setLive(ctx, &b.fw)
-		o.log.Info("ownership changed", "replicas", len(b.set.Live), "owned", owned, "gained", gained, "lost", lost)
-		o.applied, o.last = true, key
+		level := slog.LevelInfo
+		if o.lostKey != nil && slices.EqualFunc(key, o.lostKey, slices.Equal) {
+			// The slots held before a lost heartbeat, back: "redis
+			// reachable again" said it; an outage is its few lines.
+			level = slog.LevelDebug
+		}
+		o.log.Log(ctx, level, "ownership changed", "replicas", len(b.set.Live), "owned", owned, "gained", gained, "lost", lost)
+		o.applied, o.last, o.lostKey = true, key, nil
 	}
 	return nextBeat(b.set, o.replica, o.every)
 }

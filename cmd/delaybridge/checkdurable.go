@@ -28,7 +28,15 @@ func checkDurability(ctx context.Context, cfg config.Config) (checkLine, []strin
 	}
 	defer rdb.Close()
 	info, err := rdb.Info(ctx, "replication").Result()
-	if err != nil {
+	switch {
+	case err != nil && redisUnreachable(err):
+		// Not "ok": nothing is known while Redis does not answer (the
+		// redis line above fails with the reason).
+		l.Error = "unknown: Redis does not answer"
+		return l, nil
+	case err != nil:
+		// An answer, such as a user not granted INFO: the posture is
+		// unknown, and that is no failure.
 		l.OK, l.Note = true, fmt.Sprintf("posture unknown (%v)", err)
 		return l, nil
 	}

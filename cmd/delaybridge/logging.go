@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 
 	"github.com/delaybridge/delaybridge/config"
+	"github.com/delaybridge/delaybridge/internal/logrepeat"
 )
 
 // newLogger is the daemon's logger: JSON (or text) on stderr at the
@@ -32,13 +34,32 @@ func durationsAsText(_ []string, a slog.Attr) slog.Attr {
 }
 
 // redisLogger routes go-redis's own log lines (pool and reconnect trouble,
-// cluster and sentinel changes) into slog, so a JSON log stays JSON. The
-// library has one logger for the whole process (redis.SetLogger, a global of
-// its own): the daemon sets it once at start.
-type redisLogger struct{ log *slog.Logger }
+// cluster and sentinel changes) into slog, so a JSON log stays JSON, and
+// folds their repeats: a 10 s outage made the pool write "failed to dial
+// after 5 attempts" 23 times. A failure to dial is the daemon's outage
+// line's to report (forwarder's redisdown.go, with the address and the
+// variable), so it is DEBUG; every other line goes through repeats, once
+// per kind and interval with a count. go-redis has one logger for the
+// whole process (redis.SetLogger, a global of its own, no per-client
+// option in v9): runDaemon sets it once, before the first client exists.
+type redisLogger struct {
+	log     *slog.Logger
+	repeats *logrepeat.Log
+}
+
+// redisVerb is a Printf verb of go-redis's format strings.
+var redisVerb = regexp.MustCompile(`%[-+# 0-9.]*[a-zA-Z]`)
 
 func (r redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	r.log.WarnContext(ctx, strings.TrimSpace(fmt.Sprintf(format, v...)), "source", "go-redis")
+	text := strings.TrimSpace(fmt.Sprintf(format, v...))
+	if strings.Contains(format, "failed to dial") {
+		r.log.DebugContext(ctx, text, "source", "go-redis")
+		return
+	}
+	// The format is the kind (the same line with another address or
+	// count is a repeat); the text is the latest occurrence.
+	kind := "go-redis: " + strings.TrimPrefix(redisVerb.ReplaceAllString(strings.TrimSpace(format), "…"), "redis: ")
+	r.repeats.Add(slog.LevelWarn, "", kind, 1, text)
 }
 
 // quietRedis drops go-redis's log lines: the CLI's one-shot commands report

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/delaybridge/delaybridge/config"
+	"github.com/delaybridge/delaybridge/internal/logrepeat"
 	"github.com/delaybridge/delaybridge/internal/testing/faultproxy"
 	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 )
@@ -27,16 +29,28 @@ func TestLogsWriteDurationsAsText(t *testing.T) {
 	}
 }
 
-// TestGoRedisLinesStayJSON: what go-redis logs goes through slog.
-func TestGoRedisLinesStayJSON(t *testing.T) {
+// TestGoRedisLinesStayJSONAndFoldTheirRepeats: what go-redis logs goes
+// through slog, a repeat of the same kind of line waits for the interval's
+// count (a 10 s outage wrote 23 "failed to dial" lines), and a failure to
+// dial is DEBUG: the daemon's outage line reports it, with the hint.
+func TestGoRedisLinesStayJSONAndFoldTheirRepeats(t *testing.T) {
 	var buf bytes.Buffer
 	log := newLogger(config.Config{LogLevel: "info", LogFormat: "json"}, stdio{err: &buf})
-	redisLogger{log}.Printf(context.Background(), "redis: connection pool: %s\n", "failed to dial")
-	var line map[string]any
-	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
-		t.Fatalf("not JSON: %q", buf.String())
+	r := redisLogger{log: log, repeats: logrepeat.New(log, time.Hour)}
+	for i := range 5 {
+		r.Printf(context.Background(), "redis: sentinel: new master=%q addr=%q\n", "mymaster", fmt.Sprintf("10.0.0.%d:6379", i))
+		r.Printf(context.Background(), "redis: connection pool: failed to dial after %d attempts: %v\n", 5, "connection refused")
 	}
-	if line["msg"] != "redis: connection pool: failed to dial" || line["source"] != "go-redis" || line["level"] != "WARN" {
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("%d lines, want 1 (the first sentinel line; its repeats wait, dial failures are DEBUG):\n%s", len(lines), buf.String())
+	}
+	var line map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &line); err != nil {
+		t.Fatalf("not JSON: %q", lines[0])
+	}
+	if line["msg"] != "go-redis: sentinel: new master=… addr=…" || line["level"] != "WARN" ||
+		line["err"] != `redis: sentinel: new master="mymaster" addr="10.0.0.0:6379"` {
 		t.Errorf("line %v", line)
 	}
 }

@@ -16,6 +16,7 @@ func forwarderOptions(cfg config.Config, q *queue.Queue, topics []forwarder.Topi
 		Queue:                q,
 		Topics:               topics,
 		KeyPrefix:            cfg.KeyPrefix,
+		RedisHint:            redisHint(cfg),
 		BatchSize:            cfg.BatchSize,
 		MaxInflightBatches:   cfg.MaxInflightBatches,
 		Lease:                cfg.Lease,

@@ -69,6 +69,9 @@ func (w *memoryWatch) record(m queue.Memory, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil {
+		if redisUnreachable(err) {
+			return // not the policy's fault: the forwarder's outage line says Redis does not answer
+		}
 		if !w.warnedNA {
 			w.warnedNA = true
 			w.log.Warn("cannot read Redis's memory policy; an evicting policy would go unreported", "err", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/delaybridge/delaybridge/config"
 	"github.com/delaybridge/delaybridge/console"
 	"github.com/delaybridge/delaybridge/forwarder"
+	"github.com/delaybridge/delaybridge/internal/logrepeat"
 	"github.com/delaybridge/delaybridge/internal/procs"
 	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/redisclient"
@@ -41,7 +42,14 @@ func runDaemon(ctx context.Context, args []string, s stdio) int {
 		return code
 	}
 	log := newLogger(cfg, s)
-	redis.SetLogger(redisLogger{log}) // the library's global: see logging.go
+	// go-redis's logger is a global of the library: set once, here, before
+	// any client (see logging.go); its repeats fold until the daemon ends.
+	redisRepeats := logrepeat.New(log, 0)
+	repeatsCtx, stopRepeats := context.WithCancel(ctx)
+	repeatsDone := make(chan struct{})
+	go func() { defer close(repeatsDone); redisRepeats.Run(repeatsCtx) }()
+	defer func() { stopRepeats(); <-repeatsDone }()
+	redis.SetLogger(redisLogger{log: log, repeats: redisRepeats})
 	stopProcs := adaptProcs(ctx, log)
 	defer stopProcs()
 	tr, code := setupTracing(ctx, s, log)

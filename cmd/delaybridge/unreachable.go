@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/delaybridge/delaybridge/config"
 )
 
 // redisUnreachable reports whether err is a failure to reach Redis at all
@@ -28,10 +30,17 @@ func (c *cli) explainUnreachable(err error) {
 	if !redisUnreachable(err) {
 		return
 	}
+	fmt.Fprintf(c.s.err, "delaybridge %s: %s\n", c.name, redisHint(c.cfg))
+}
+
+// redisHint is what to check when Redis does not answer, in the CLI's
+// words and the daemon's outage line: the address, the variable that sets
+// it, and check.
+func redisHint(cfg config.Config) string {
 	where := "the configured address"
-	if o, oerr := c.cfg.Redis.Options(); oerr == nil && len(o.Addrs) > 0 {
+	if o, err := cfg.Redis.Options(); err == nil && len(o.Addrs) > 0 {
 		where = strings.Join(o.Addrs, ", ")
 	}
-	fmt.Fprintf(c.s.err, "delaybridge %s: Redis at %s does not answer: is it running, and is DELAYBRIDGE_REDIS_URL "+
-		"(or DELAYBRIDGE_REDIS_ADDRS) right? `delaybridge check` tests the connection\n", c.name, where)
+	return "Redis at " + where + " does not answer: is it running, and is DELAYBRIDGE_REDIS_URL " +
+		"(or DELAYBRIDGE_REDIS_ADDRS) right? `delaybridge check` tests the connection"
 }
