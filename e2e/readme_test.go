@@ -96,6 +96,7 @@ type readmeRun struct {
 	logFile   string
 	apiPort   int
 	conPort   int
+	hbPort    int // the recurrence block's daemon's /readyz
 	apiToken  string
 	redisAddr string
 	goDir     string // the Go snippet's program, in e2e (inside the module)
@@ -209,21 +210,31 @@ func readmeDecisions() []readmeDecision {
 	}, {
 		first: "export DELAYBRIDGE_TOPICS=orders,digests,heartbeats",
 		script: func(r *readmeRun, lines []string) []string {
-			// The heartbeats' queue is the test's. Then the test's: a
-			// daemon running heartbeats delivers a tick into that queue
-			// (the block's routing key), and everything the block and the
-			// daemon left goes.
-			hb := r.name + "-hb"
-			out := replaceAll(lines, "amqpqueue declare hb", "amqpqueue declare "+hb, "--routing-key hb", "--routing-key "+hb)
+			// The queues are the test's (hb and digests: the digests'
+			// routing key is the test's, set with the orders' below). Then the
+			// test's: a daemon running the block's topics is ready (it
+			// was not: the heartbeats' own queue was missing), check says
+			// ok, a tick arrives in the heartbeats' queue, and everything
+			// the block and the daemon left goes.
+			hb, digests := r.name+"-hb", r.name+"-digests"
+			out := replaceAll(lines, "amqpqueue declare hb", "amqpqueue declare "+hb, "ROUTING_KEY=hb", "ROUTING_KEY="+hb,
+				"amqpqueue declare digests", "amqpqueue declare "+digests)
+			readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", r.hbPort)
 			return append(out,
-				"DELAYBRIDGE_TOPICS=heartbeats bin/delaybridge run 2>>"+r.logFile+" & HB_DAEMON=$!",
+				"DELAYBRIDGE_TOPICS=digests,heartbeats bin/delaybridge check",
+				fmt.Sprintf("DELAYBRIDGE_TOPICS=digests,heartbeats DELAYBRIDGE_HTTP_ADDR=127.0.0.1:%d bin/delaybridge run 2>>%s & HB_DAEMON=$!", r.hbPort, r.logFile),
+				"for i in $(seq 300); do [ \"$(curl -s -o /dev/null -w '%{http_code}' "+readyz+")\" = 200 ] && break; sleep 0.1; done",
+				"curl -sS -o /dev/null -w 'heartbeats readyz %{http_code}\\n' "+readyz,
 				"for i in $(seq 60); do HB=$(go run ./examples/amqpqueue get "+hb+"); case $HB in *ping*) echo \"$HB\"; break;; esac; sleep 0.5; done",
 				"kill $HB_DAEMON; wait $HB_DAEMON",
 				"bin/delaybridge recur rm heartbeats hb",
 				"bin/delaybridge topics forget heartbeats --yes",
-				"go run ./examples/amqpqueue delete "+hb)
+				"bin/delaybridge topics forget digests --yes",
+				"go run ./examples/amqpqueue delete "+hb,
+				"go run ./examples/amqpqueue delete "+digests)
 		},
-		want: []string{"daily-digest", "Europe/Berlin", "ping  id=hb@", "x-delaybridge-recurrence=hb"},
+		want:  []string{"daily-digest", "Europe/Berlin", "topic heartbeats (amqp): ok", "topic digests (amqp): ok", "heartbeats readyz 200", "ping  id=hb@", "x-delaybridge-recurrence=hb"},
+		needs: []string{"curl"},
 	}, {
 		first:  "checkout         POST /orders",
 		notRun: "a drawing of one trace (request, delay, publish, consumer), not a command; e2e/trace_test.go checks such a trace against Jaeger",
@@ -397,7 +408,7 @@ func TestReadmeExamplesRunInOrderAndLeaveNothing(t *testing.T) {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	r := &readmeRun{name: "dbtest-readme-" + hex.EncodeToString(b), dir: t.TempDir(),
-		apiPort: freePort(t), conPort: freePort(t), apiToken: "readme-token-" + hex.EncodeToString(b)}
+		apiPort: freePort(t), conPort: freePort(t), hbPort: freePort(t), apiToken: "readme-token-" + hex.EncodeToString(b)}
 	r.logFile = filepath.Join(r.dir, "delaybridge.log")
 	r.redisAddr, r.goDir = redistest.Options(t).Addr, "_"+r.name
 	t.Cleanup(func() { os.RemoveAll(r.goDir) })
@@ -450,6 +461,7 @@ func TestReadmeExamplesRunInOrderAndLeaveNothing(t *testing.T) {
 		"DELAYBRIDGE_AMQP_URL="+e2etest.AMQPURL(),
 		"DELAYBRIDGE_KEY_PREFIX="+r.name,
 		"DELAYBRIDGE_TOPIC_ORDERS_ROUTING_KEY="+r.name,
+		"DELAYBRIDGE_TOPIC_DIGESTS_ROUTING_KEY="+r.name+"-digests",
 		"DELAYBRIDGE_HTTP_ADDR=127.0.0.1:0",
 	)
 	// Its own process group: whatever a block started in the background
