@@ -16,6 +16,7 @@ import (
 const topicsUsage = `usage: delaybridge topics [--json]
        delaybridge topics set TOPIC [--slots N] [--format raw|envelope] [--key KEY] [--yes]
        delaybridge topics forget TOPIC [--yes]
+       delaybridge topics purge TOPIC [--yes]
 
 Shows the topic registry (<prefix>:topics): the layout (slots, format, key)
 and destination each daemon recorded at start, which producers and the CLI
@@ -33,10 +34,18 @@ change a topic a daemon forwards, restart every replica with the new
 settings instead: with none left on the old ones, the first to start takes
 the registry over.
 
+purge deletes a topic's data: every key of the topic (scheduled, in-flight,
+retrying and dead messages, the id index, the delivered set, recurrences,
+pause and limits), not the registry entry, and nothing of another topic. It
+asks for a confirmation unless --yes is given, and is refused while a live
+replica forwards the topic (a daemon run with DELAYBRIDGE_OWNERSHIP=all does
+not heartbeat: stop it first).
+
 Examples:
   delaybridge topics
   delaybridge topics set orders --format envelope
   delaybridge topics forget old-orders --yes
+  delaybridge topics purge old-orders
 `
 
 // runTopics is `delaybridge topics`.
@@ -46,7 +55,7 @@ func runTopics(ctx context.Context, args []string, s stdio) int {
 	slots := fs.String("slots", "", "set: the slot `count` (a power of two)")
 	format := fs.String("format", "", "set: the member `format` (raw or envelope)")
 	key := fs.String("key", "", "set: the adopted `key` (one slot)")
-	yes := fs.Bool("yes", false, "set, forget: change without asking")
+	yes := fs.Bool("yes", false, "set, forget, purge: change without asking")
 	pos, code, ok := parseFlags(fs, args, s)
 	if !ok {
 		return code
@@ -87,7 +96,10 @@ func runTopics(ctx context.Context, args []string, s stdio) int {
 			return err
 		})
 	}
-	return badUsage(fs, s, "want no argument, set TOPIC or forget TOPIC")
+	if len(pos) == 2 && pos[0] == "purge" {
+		return c.purgeTopic(ctx, pos[1], *yes)
+	}
+	return badUsage(fs, s, "want no argument, set TOPIC, forget TOPIC or purge TOPIC")
 }
 
 // registered is the registry's entry of name, or a new one-slot raw entry.
