@@ -11,7 +11,8 @@
 // script right above the method that runs it: claim.go, settle.go (ack, retry,
 // release), extend.go (leases), reap.go, bury.go (Bury: dead-letter a member at
 // once), schedule.go, batch.go, cancel.go, reschedule.go, lookup.go (Get),
-// dead.go (listing), requeue.go, purge.go, stats.go, list.go (List: paged
+// dead.go (listing), requeue.go, purge.go, purgetopic.go (TopicKeys,
+// PurgeTopic: every key of one topic's data), stats.go, list.go (List: paged
 // listing by state), inspect.go (Inspect: one message in any state), find.go
 // (FindMessageID: a member by its MessageID), pause.go (Pause, Resume); wake.go
 // (wake-ups), keyspace.go (keyspace notifications a scanner can sleep on),
