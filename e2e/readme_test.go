@@ -265,6 +265,12 @@ func readmeDecisions() []readmeDecision {
 		first:  "make -C <valkey source tree>",
 		notRun: "builds another server from a source tree the developer provides, then make compat runs this suite against it: run and recorded by hand, like make bench",
 	}, {
+		first:  "docker build \\",
+		notRun: "needs a Docker engine; its build stage's command (scripts/build-static.sh) is run offline by deploy's TestBuildStaticOfflineStampsTheVersionFile",
+	}, {
+		first:  "sh scripts/build-static.sh /tmp/delaybridge",
+		notRun: "the very command deploy's TestBuildStaticOfflineStampsTheVersionFile runs offline and checks (the static binary prints the VERSION file's release)",
+	}, {
 		first: "delaybridge ls orders --state retrying --limit 50",
 		script: func(r *readmeRun, lines []string) []string {
 			payload := filepath.Join(r.dir, "payload.bin")
@@ -300,6 +306,22 @@ func readmeDecisions() []readmeDecision {
 				")")
 		},
 		want: []string{"configuration: ok", "reminders: rate limit 2000/s"},
+	}, {
+		first: "DELAYBRIDGE_TOPIC_NOTIFY_FORMAT=envelope",
+		script: func(r *readmeRun, lines []string) []string {
+			// A fragment of configuration: check says a fair topic so
+			// configured is valid (routed to the test's queue).
+			out := []string{"(", "export DELAYBRIDGE_TOPICS=notify DELAYBRIDGE_TOPIC_NOTIFY_ROUTING_KEY=" + r.name}
+			for _, l := range lines {
+				out = append(out, "export "+l)
+			}
+			return append(out,
+				"go run ./examples/amqpqueue declare "+r.name,
+				"bin/delaybridge check",
+				"go run ./examples/amqpqueue delete "+r.name,
+				")")
+		},
+		want: []string{"configuration: ok", "topic notify (amqp): ok"},
 	}, {
 		first: "export API_TOKEN=$(head -c 16 /dev/urandom",
 		script: func(r *readmeRun, lines []string) []string {
