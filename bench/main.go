@@ -71,6 +71,7 @@ type sizes struct {
 	intake       int           // messages waiting in the intake queue
 	fairBurst    int           // fairness's burst, due at one instant over burstSlots
 	fairRate     int           // fairness's trickle, messages/s in one slot
+	fairShare    int           // fair-share's burst of one key, due at one instant over burstSlots
 	recurring    int           // recurrences (and one-off messages) of recurring
 	recurEvery   time.Duration // their period
 	knobsBurst   int           // each of knobs' bursts, due at one instant over burstSlots
@@ -87,6 +88,7 @@ var fullSizes = sizes{
 	intake:     100_000,
 	fairBurst:  100_000,
 	fairRate:   200,
+	fairShare:  100_000,
 	recurring:  10_000, recurEvery: time.Minute,
 	knobsBurst: 30_000,
 }
@@ -102,6 +104,7 @@ var quickSizes = sizes{
 	intake:     20_000,
 	fairBurst:  30_000, // 10,000 drain in under a second: too few trickle messages
 	fairRate:   200,
+	fairShare:  10_000,
 	recurring:  1_000, recurEvery: 5 * time.Second,
 	knobsBurst: 4_000,
 }
@@ -201,8 +204,8 @@ type Report struct {
 }
 
 // defaultRun is what -run runs unless told otherwise: every scenario of
-// issue #15's targets, and those of later issues' (tracing: #41).
-const defaultRun = "steady,tracing,burst,burst-spread,burst-harness,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall,rate-limited,rate-limit-cost,api,fairness,recurring"
+// issue #15's targets, and those of later issues' (tracing: #41, fair-share: #50).
+const defaultRun = "steady,tracing,burst,burst-spread,burst-harness,backlog,idle,idle-poll,memory,kafka-burst,kafka-stall,rate-limited,rate-limit-cost,api,fairness,fair-share,recurring"
 
 // scenarios in the order they run.
 var scenarios = []struct {
@@ -224,6 +227,7 @@ var scenarios = []struct {
 	{"rate-limit-cost", runRateLimitCost},
 	{"api", runAPI},
 	{"fairness", runFairness},
+	{"fair-share", runFairShare},
 	{"recurring", runRecurring},
 	// Not run by default: the intake's scenarios (about 3 more minutes
 	// at full size on the 2-core VM), the raw ceiling alone, to study it,
