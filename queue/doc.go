@@ -43,8 +43,9 @@
 // so a retried schedule is a duplicate); msgsize.go (a topic's message size
 // limit, checked when a message is accepted: ErrTooLarge); fair.go (fair
 // share: the per-slot state that gives each key of a fair topic its turn,
-// and its index calls) and fairclaim.go (the fair topic's claim, round-robin
-// among keys, bounded by its limit); served.go (which topics each live
+// and its index calls), fairclaim.go (the fair topic's claim, round-robin
+// among keys, bounded by its limit) and fairkeys.go (TopKeys: the keys with
+// the most messages scheduled, for stats --keys); served.go (which topics each live
 // daemon forwards: a topic's slots are shared among those that forward it,
 // and a topic no one forwards is never silent), waiting.go
 // (topics scheduled to but registered by no daemon) and zonesuggest.go (the

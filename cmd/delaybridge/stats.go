@@ -39,8 +39,14 @@ and why: by the rate limit, or by hold-above with the hold queue's ready
 count last read (--json: "limits", with each daemon's limits under
 "replicas", and "held" per topic).
 
+With --keys, for each fair topic (DELAYBRIDGE_TOPIC_<NAME>_FAIR=true) the keys
+with the most messages scheduled (--top N, default 10), summed over slots;
+a key that is in no slot's top N is not shown. Its work grows with slots ×
+N, never with the number of keys.
+
 Examples:
   delaybridge stats
+  delaybridge stats --keys --top 20 orders
   delaybridge stats --watch --interval 1s orders
   delaybridge stats --json
 `
@@ -52,18 +58,23 @@ func runStats(ctx context.Context, args []string, s stdio) int {
 	interval := fs.Duration("interval", 2*time.Second, "refresh period with --watch")
 	allSlots := fs.Bool("all-slots", false, "show every slot, empty ones too")
 	asJSON := fs.Bool("json", false, "print JSON (with --watch: one object per line per refresh)")
+	keys := fs.Bool("keys", false, "fair topics: the keys with the most messages scheduled")
+	top := fs.Int("top", 10, "with --keys: how many keys per topic")
 	names, code, ok := parseFlags(fs, args, s)
 	if !ok {
 		return code
 	}
-	if *interval <= 0 {
-		return badUsage(fs, s, "--interval must be positive")
+	if msg := statsFlagsProblem(*interval, *top, *keys, *watch); msg != "" {
+		return badUsage(fs, s, "%s", msg)
 	}
 	c, topics, code := openTopics(fs, s, names)
 	if c == nil {
 		return code
 	}
 	defer c.close()
+	if *keys {
+		return runStatsKeys(ctx, c, topics, *top, len(names) > 0, *asJSON)
+	}
 	redraw := *watch && !*asJSON && isTerminal(s.out)
 	tick := time.NewTicker(*interval)
 	defer tick.Stop()
