@@ -56,7 +56,7 @@ func (g *backlogGauges) run(ctx context.Context) {
 
 // backlog is what the gauges of one topic show, summed over its owned slots.
 type backlog struct {
-	scheduled, overdue, retrying, inflight, dead, recurring int64
+	scheduled, overdue, retrying, inflight, dead, recurring, fairKeys int64
 	// oldest is the age of the oldest overdue message (the max over the
 	// slots), by Redis's clock: the stats call reads TIME with the scores.
 	oldest time.Duration
@@ -96,6 +96,7 @@ func (g *backlogGauges) runOnce(ctx context.Context) {
 		p.inflight += st.Inflight
 		p.dead += st.Dead
 		p.recurring += st.Recurring
+		p.fairKeys += st.FairKeys
 		p.paused = p.paused || st.Pause.Paused
 		p.sampled = true
 		if !st.OldestOverdue.IsZero() {
@@ -114,6 +115,7 @@ func (g *backlogGauges) runOnce(ctx context.Context) {
 		gauge.WithLabelValues(t.Name, "dead").Set(float64(b.dead))
 		g.m.Overdue.WithLabelValues(t.Name).Set(b.oldest.Seconds())
 		g.m.Recurrences.WithLabelValues(t.Name).Set(float64(b.recurring))
+		g.m.FairKeys.WithLabelValues(t.Name).Set(float64(b.fairKeys))
 		paused := 0.0
 		if b.paused {
 			paused = 1

@@ -52,6 +52,7 @@ type Metrics struct {
 
 	// Recurrences (recur.go).
 	Recurrences    *prometheus.GaugeVec   // topic: recurrences in the owned slots
+	FairKeys       *prometheus.GaugeVec   // topic: keys with messages scheduled, per owned slot (fair topics)
 	TicksDelivered *prometheus.CounterVec // topic: ticks the broker confirmed
 	TicksSkipped   *prometheus.CounterVec // topic: ticks passed over after a gap
 }
@@ -159,6 +160,7 @@ func (m *Metrics) initTopic(topic string) {
 	m.RateLimit.WithLabelValues(topic)
 	m.HoldQueueDepth.WithLabelValues(topic)
 	m.Recurrences.WithLabelValues(topic)
+	m.FairKeys.WithLabelValues(topic)
 	m.TicksDelivered.WithLabelValues(topic)
 	m.TicksSkipped.WithLabelValues(topic)
 	for _, r := range heldReasons {
@@ -207,7 +209,8 @@ func (m *Metrics) newRedisMemory(reg prometheus.Registerer) {
 	reg.MustRegister(m.RedisEvicting, m.RedisFull, m.RedisUsed, m.RedisMax)
 }
 
-// recurMetrics creates and registers the recurrences' metrics.
+// recurMetrics creates and registers the recurrences' metrics and fair_keys
+// (a gauge of the same kind: per topic, summed over owned slots).
 func (m *Metrics) recurMetrics(reg prometheus.Registerer) {
 	m.Recurrences = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "delaybridge", Name: "recurrences",
@@ -223,4 +226,10 @@ func (m *Metrics) recurMetrics(reg prometheus.Registerer) {
 			"no owner): after a gap one tick from inside it is delivered and the schedule continues.",
 	}, []string{"topic"})
 	reg.MustRegister(m.Recurrences, m.TicksDelivered, m.TicksSkipped)
+	m.FairKeys = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "delaybridge", Name: "fair_keys",
+		Help: "On a fair topic, the keys with messages scheduled in the slots this replica owns, a key counted once per slot " +
+			"it has messages in (sum over replicas for the topic; 0 on other topics). Which keys: delaybridge stats --keys.",
+	}, []string{"topic"})
+	reg.MustRegister(m.FairKeys)
 }
