@@ -21,6 +21,9 @@ var notConfigured = map[string]bool{
 	// Tracing comes from the standard OTEL_* variables (internal/tracing,
 	// forwarderTracing), not from config.
 	"Tracing": true,
+	// RedisHint is what the outage log says of where Redis is looked for:
+	// derived from the Redis variables (the address, the variable's name).
+	"RedisHint": true,
 }
 
 // sharedFields are the forwarder options that config.Config holds under the
