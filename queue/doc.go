@@ -19,7 +19,8 @@
 // memory.go (Redis's maxmemory and policy, ErrRedisFull), replicas.go
 // (heartbeats), ownership.go (which replica owns which slot: Assign, Owner,
 // OwnedSlots), millis.go (scores and times), envelope.go, envelopebin.go (its
-// binary-safe fields), properties.go (its AMQP properties) and message.go
+// binary-safe fields), envelopescan.go (its fields found, its body spliced and decoded
+// without copies), properties.go (its AMQP properties) and message.go
 // (member formats), producer.go (the producer API's types and errors);
 // topicname.go (CheckTopicName), registry.go (the topic registry,
 // <prefix>:topics: Layout, Topic, Topics, CheckTopic), register.go (a daemon's

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -84,6 +83,7 @@ type envelope struct {
 	id         string
 	body       json.RawMessage // as written; nil when absent
 	bodyB64    *string
+	b64Text    []byte // body_b64's text, a slice of the member, when it has no escape
 	headers    map[string]string
 	headersB64 map[string]string
 	routingKey string
@@ -124,12 +124,19 @@ func EncodeEnvelope(m Message) ([]byte, error) {
 	out := envelopeOut{ID: m.ID, Key: m.Key}
 	out.Headers, out.HeadersB64 = splitHeaders(m.Headers)
 	out.RoutingKey, out.KeyB64 = splitKey(m.RoutingKey, m.EmptyKey)
-	if utf8.Valid(m.Body) && escapedLen(m.Body) <= base64.StdEncoding.EncodedLen(len(m.Body)) {
+	// A body of plain text, or base64, is spliced into the member by
+	// spliceBody below rather than copied into a string, then an encoder's
+	// growing buffer, then this one.
+	var field string
+	var text []byte
+	switch {
+	case len(m.Body) > 0 && plainText(m.Body):
+		field, text = "body", m.Body
+	case utf8.Valid(m.Body) && escapedLen(m.Body) <= base64.StdEncoding.EncodedLen(len(m.Body)):
 		s := string(m.Body)
 		out.Body = &s
-	} else {
-		s := base64.StdEncoding.EncodeToString(m.Body)
-		out.BodyB64 = &s
+	default:
+		field, text = "body_b64", base64.StdEncoding.AppendEncode(nil, m.Body)
 	}
 	if !m.Properties.IsZero() {
 		if err := m.Properties.check(); err != nil {
@@ -144,7 +151,11 @@ func EncodeEnvelope(m Message) ([]byte, error) {
 	if err := enc.Encode(out); err != nil {
 		return nil, fmt.Errorf("encode envelope %q: %w", m.ID, err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	small := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if field != "" {
+		return spliceBody(small, field, text), nil
+	}
+	return small, nil
 }
 
 // escapedLen is about how long b is as a JSON string's content, as
@@ -169,10 +180,17 @@ func escapedLen(b []byte) int {
 
 // DecodeEnvelope parses an envelope member into the message it delivers.
 // Every error wraps ErrInvalidEnvelope.
-func DecodeEnvelope(member []byte) (Message, error) {
+func DecodeEnvelope(member []byte) (Message, error) { return decodeEnvelope(member, false) }
+
+// decodeEnvelope is DecodeEnvelope; owned says the member is the caller's
+// own copy, which the message's body may share instead of copying it.
+func decodeEnvelope(member []byte, owned bool) (Message, error) {
 	e, err := parseEnvelope(member)
 	if err != nil {
 		return Message{}, err
+	}
+	if !owned {
+		e.body = bytes.Clone(e.body) // the caller keeps member
 	}
 	body, err := e.decodeBody()
 	if err != nil {
@@ -203,34 +221,40 @@ func parseEnvelope(member []byte) (envelope, error) {
 	if !utf8.Valid(member) {
 		return e, invalid("not valid UTF-8 (a binary body goes in body_b64)")
 	}
-	dec := json.NewDecoder(bytes.NewReader(member))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return e, invalid("not a JSON object")
+	fields, err := topFields(member)
+	if err != nil {
+		return e, err
 	}
 	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
+	for _, f := range fields {
+		var key string
+		if err := json.Unmarshal(f.key, &key); err != nil {
 			return e, invalid("%v", err)
 		}
-		key, _ := tok.(string)
 		if seen[key] {
 			return e, invalid("field %q appears twice", key)
 		}
 		seen[key] = true
-		err = e.field(dec, key)
+		if key == "body" {
+			// The body is kept as the member's own bytes, not copied
+			// through a decoder's buffer: a body of megabytes costs no
+			// copy to parse (DecodeEnvelope copies it once, EnvelopeID
+			// never).
+			e.body = f.value
+			continue
+		}
+		if v := f.value; key == "body_b64" && len(v) >= 2 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 {
+			var none string
+			e.bodyB64, e.b64Text = &none, v[1:len(v)-1]
+			continue
+		}
+		err = e.field(json.NewDecoder(bytes.NewReader(f.value)), key)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidEnvelope) {
 				err = invalid("field %q: %v", key, err)
 			}
 			return e, err
 		}
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return e, invalid("%v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return e, invalid("data after the JSON object")
 	}
 	if len(e.headers) == 0 {
 		e.headers = nil // {} and null mean no headers, as an absent field does
@@ -301,34 +325,6 @@ func decodeString(dec *json.Decoder, key string, s *string) error {
 		return invalid("%s must be a string", key)
 	}
 	return json.Unmarshal(raw, s)
-}
-
-func (e envelope) decodeBody() ([]byte, error) {
-	switch {
-	case e.bodyB64 != nil:
-		b, err := base64.StdEncoding.DecodeString(*e.bodyB64)
-		if err != nil {
-			return nil, invalid("body_b64 is not standard base64: %v", err)
-		}
-		return b, nil
-	case len(e.body) == 0:
-		return []byte{}, nil
-	case e.body[0] == '"':
-		if bytes.IndexByte(e.body, '\\') < 0 {
-			// Nothing to unescape: the text between the quotes is the body.
-			// The decoder checked the literal (and the member is UTF-8),
-			// and e.body is its own copy, so this costs no pass over a
-			// body of megabytes and no copy of it.
-			return e.body[1 : len(e.body)-1], nil
-		}
-		var s string
-		if err := json.Unmarshal(e.body, &s); err != nil {
-			return nil, invalid("body: %v", err)
-		}
-		return []byte(s), nil
-	default:
-		return []byte(e.body), nil
-	}
 }
 
 // checkEnvelope validates the fields EncodeEnvelope and DecodeEnvelope share.

@@ -56,7 +56,7 @@ func (t Topic) decodePlain(member string) (Message, error) {
 	case "", FormatRaw:
 		return Message{ID: MessageID([]byte(member)), Body: []byte(member)}, nil
 	case FormatEnvelope:
-		m, err := DecodeEnvelope([]byte(member))
+		m, err := decodeEnvelope([]byte(member), true) // a copy of its own
 		if err != nil {
 			return Message{}, fmt.Errorf("decode member of topic %s: %w", t.Name, err)
 		}
