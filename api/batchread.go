@@ -48,6 +48,7 @@ func (s *Server) readBatch(w http.ResponseWriter, r *http.Request) ([]messageIn,
 			if err := dec.Decode(&m); err != nil {
 				return err
 			}
+			m.detach()
 			msgs = append(msgs, m)
 		}
 		_, err := dec.Token() // ]

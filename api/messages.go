@@ -20,8 +20,8 @@ import (
 // messageIn is one message to schedule.
 type messageIn struct {
 	ID         string            `json:"id,omitempty"`
-	Body       json.RawMessage   `json:"body,omitempty"`
-	BodyBase64 *string           `json:"body_base64,omitempty"`
+	Body       rawJSON           `json:"body,omitempty"`
+	BodyBase64 rawJSON           `json:"body_base64,omitempty"`
 	Headers    map[string]string `json:"headers,omitempty"`
 	RoutingKey string            `json:"routing_key,omitempty"`
 	Key        string            `json:"key,omitempty"`
@@ -112,8 +112,12 @@ func (s *Server) item(t queue.Topic, l queue.Layout, in messageIn) (queue.Item, 
 		m.ID = newID()
 	}
 	// Encode is what the queue runs first: its refusals (a raw topic given
-	// an id, a bad header) come back before anything is written.
-	if _, err := t.Encode(m); err != nil {
+	// an id, a bad header) come back before anything is written. They do
+	// not depend on the body, so the probe has none: a large body is not
+	// encoded twice.
+	probe := m
+	probe.Body = nil
+	if _, err := t.Encode(probe); err != nil {
 		return queue.Item{}, classify(err)
 	}
 	if ae := s.routingKeyAllowed(t, l, m.RoutingKey); ae != nil {
@@ -123,23 +127,38 @@ func (s *Server) item(t queue.Topic, l queue.Layout, in messageIn) (queue.Item, 
 }
 
 // bodyOf is the body of a message: body (a JSON string is its text, any
-// other JSON value its JSON text) or body_base64, never both.
+// other JSON value its JSON text) or body_base64, never both. A string
+// without escapes is the body as it is in the request, not a copy.
 func bodyOf(in messageIn) ([]byte, *apiError) {
-	if in.Body != nil && in.BodyBase64 != nil {
+	b64 := bytes.TrimSpace(in.BodyBase64)
+	hasB64 := len(b64) > 0 && string(b64) != "null"
+	if in.Body != nil && hasB64 {
 		return nil, refuse(http.StatusBadRequest, "invalid_message", "give body or body_base64, not both")
 	}
-	if in.BodyBase64 != nil {
-		b, err := base64.StdEncoding.DecodeString(*in.BodyBase64)
+	if hasB64 {
+		text, ok := plainString(b64)
+		if !ok {
+			var s string
+			if err := json.Unmarshal(b64, &s); err != nil {
+				return nil, refuse(http.StatusBadRequest, "invalid_message", "body_base64 must be a JSON string: "+err.Error())
+			}
+			text = []byte(s)
+		}
+		b := make([]byte, base64.StdEncoding.DecodedLen(len(text)))
+		n, err := base64.StdEncoding.Decode(b, text)
 		if err != nil {
 			return nil, refuse(http.StatusBadRequest, "invalid_message", "body_base64 is not standard base64: "+err.Error())
 		}
-		return b, nil
+		return b[:n], nil
 	}
 	raw := bytes.TrimSpace(in.Body)
 	switch {
 	case len(raw) == 0 || string(raw) == "null":
 		return []byte{}, nil
 	case raw[0] == '"':
+		if text, ok := plainString(raw); ok {
+			return text, nil
+		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, refuse(http.StatusBadRequest, "invalid_message", "body: "+err.Error())
@@ -148,6 +167,28 @@ func bodyOf(in messageIn) ([]byte, *apiError) {
 	default:
 		return raw, nil
 	}
+}
+
+// plainString is the text of JSON string raw when it has no escape (nor a
+// byte JSON forbids unescaped), as a slice of raw; ok is false otherwise.
+func plainString(raw []byte) (text []byte, ok bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return nil, false
+	}
+	text = raw[1 : len(raw)-1]
+	for _, c := range text {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return nil, false
+		}
+	}
+	return text, true
+}
+
+// detach gives m its own copies of the values it keeps of the JSON text,
+// for a message decoded from a json.Decoder, whose buffer is reused.
+func (m *messageIn) detach() {
+	m.Body = bytes.Clone(m.Body)
+	m.BodyBase64 = bytes.Clone(m.BodyBase64)
 }
 
 // whenOf reads a due time: due (Unix milliseconds, or RFC 3339 text) or

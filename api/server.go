@@ -37,6 +37,12 @@ type Options struct {
 	MaxMessageSize func(topic string) int
 	// MaxRequest bounds a request body in bytes; 0 means DefaultMaxRequest.
 	MaxRequest int64
+	// MaxRequestMemory bounds the bodies of the requests being served (and
+	// the messages of the GETs being answered) together, in bytes
+	// (DELAYBRIDGE_API_MAX_REQUEST_MEMORY); one that does not fit within a
+	// few seconds is answered 503 with Retry-After. 0 means
+	// DefaultMaxRequestMemory.
+	MaxRequestMemory int64
 	// RoutingKeys are the path.Match patterns a message's own routing_key
 	// must match in a topic ("*" alone: any key), whatever the token
 	// (DELAYBRIDGE_TOPIC_<NAME>_ROUTING_KEYS). None, or nil RoutingKeys:
@@ -79,6 +85,7 @@ type Server struct {
 	auth    *authenticator
 	handler http.Handler
 	batches chan struct{} // one per batch request being served
+	budget  *budget       // the request memory budget
 	fwd     forwarding
 }
 
@@ -97,11 +104,14 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxRequest <= 0 {
 		opts.MaxRequest = DefaultMaxRequest
 	}
+	if opts.MaxRequestMemory <= 0 {
+		opts.MaxRequestMemory = DefaultMaxRequestMemory
+	}
 	if opts.Prefix == "" {
 		opts.Prefix = queue.DefaultPrefix
 	}
 	s := &Server{opts: opts, limits: defaultLimits(), auth: newAuthenticator(opts.Tokens, opts.Insecure),
-		batches: make(chan struct{}, maxBatchRequests)}
+		batches: make(chan struct{}, maxBatchRequests), budget: newBudget(opts.MaxRequestMemory)}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -159,10 +169,10 @@ const (
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(routeSchedule, s.topicRoute(s.schedule))
-	mux.Handle(routeBatch, s.topicRoute(s.scheduleBatch))
+	mux.Handle(routeSchedule, s.topicRoute(s.withBudget(s.schedule)))
+	mux.Handle(routeBatch, s.topicRoute(s.withBudget(s.scheduleBatch)))
 	mux.Handle(routeGet, s.topicRoute(s.get))
-	mux.Handle(routeReschedule, s.topicRoute(s.reschedule))
+	mux.Handle(routeReschedule, s.topicRoute(s.withBudget(s.reschedule)))
 	mux.Handle(routeCancel, s.topicRoute(s.cancel))
 	mux.Handle(routeTopics, s.authorized(s.topics))
 	mux.HandleFunc(routeOpenAPI, serveOpenAPI)
