@@ -25,6 +25,11 @@ type API struct {
 	TLS TLS
 	// MaxRequestSize bounds a request body in bytes.
 	MaxRequestSize int64
+	// MaxRequestMemory bounds the bodies of the requests being served
+	// together, in bytes.
+	MaxRequestMemory int64
+	// MaxConns bounds the connections the API's listener holds open.
+	MaxConns int
 	// RoutingKeys are the path.Match patterns of each topic's
 	// DELAYBRIDGE_TOPIC_<NAME>_ROUTING_KEYS, by the topic's VarName: the
 	// per-message routing keys the API lets through (RoutingKeysOf).
@@ -55,6 +60,8 @@ func (p *parser) api(e *env) API {
 	}
 	a.Insecure = p.bool("API_INSECURE", e.APIInsecure)
 	a.MaxRequestSize = int64(p.intIn("API_MAX_REQUEST_SIZE", e.APIMaxRequestSize, 1024, 1<<30))
+	a.MaxRequestMemory = int64(p.intIn("API_MAX_REQUEST_MEMORY", e.APIMaxRequestMemory, 1<<20, 1<<40))
+	a.MaxConns = p.intIn("API_MAX_CONNS", e.APIMaxConns, 1, 1_000_000)
 	if a.Addr != "" {
 		if _, port, err := net.SplitHostPort(a.Addr); err != nil {
 			p.fail("API_ADDR", e.APIAddr, "must be host:port or :port (port 0 picks a free port), or empty for no API")
@@ -139,12 +146,14 @@ func (a API) values() map[string]string {
 		}
 	}
 	m := map[string]string{
-		"API_ADDR":             a.Addr,
-		"API_TOKENS":           strings.Join(toks, ","),
-		"API_INSECURE":         strconv.FormatBool(a.Insecure),
-		"API_TLS_CERT_FILE":    a.TLS.CertFile,
-		"API_TLS_KEY_FILE":     a.TLS.KeyFile,
-		"API_MAX_REQUEST_SIZE": strconv.FormatInt(a.MaxRequestSize, 10),
+		"API_ADDR":               a.Addr,
+		"API_TOKENS":             strings.Join(toks, ","),
+		"API_INSECURE":           strconv.FormatBool(a.Insecure),
+		"API_TLS_CERT_FILE":      a.TLS.CertFile,
+		"API_TLS_KEY_FILE":       a.TLS.KeyFile,
+		"API_MAX_REQUEST_SIZE":   strconv.FormatInt(a.MaxRequestSize, 10),
+		"API_MAX_REQUEST_MEMORY": strconv.FormatInt(a.MaxRequestMemory, 10),
+		"API_MAX_CONNS":          strconv.Itoa(a.MaxConns),
 	}
 	maps.Copy(m, a.routingKeysValues())
 	return m

@@ -41,9 +41,12 @@ type Config struct {
 	KeyspacePollInterval time.Duration
 	ShutdownTimeout      time.Duration
 
-	HTTPAddr  string
-	LogLevel  string // debug, info, warn, error
-	LogFormat string // json, text
+	HTTPAddr string
+	// HTTPMaxConns bounds the connections the HTTP_ADDR listener holds
+	// open.
+	HTTPMaxConns int
+	LogLevel     string // debug, info, warn, error
+	LogFormat    string // json, text
 
 	ReplicaID         string
 	Ownership         string // "rendezvous" or "all"

@@ -29,6 +29,8 @@ type Console struct {
 	ReadRequiresToken bool
 	// SessionTTL is how long a login lasts.
 	SessionTTL time.Duration
+	// MaxConns bounds the connections the console's listener holds open.
+	MaxConns int
 }
 
 func (p *parser) console(e *env) Console {
@@ -44,6 +46,7 @@ func (p *parser) console(e *env) Console {
 	c.SecureCookie = p.bool("CONSOLE_SECURE_COOKIE", e.ConsoleSecureCookie)
 	c.ReadRequiresToken = p.bool("CONSOLE_READ_REQUIRES_TOKEN", e.ConsoleReadRequiresToken)
 	c.SessionTTL = p.duration("CONSOLE_SESSION_TTL", e.ConsoleSessionTTL, time.Minute, 720*time.Hour)
+	c.MaxConns = p.intIn("CONSOLE_MAX_CONNS", e.ConsoleMaxConns, 1, 1_000_000)
 	for _, h := range p.list("CONSOLE_HOSTS", e.ConsoleHosts) {
 		if !consoleHost.MatchString(h) {
 			p.fail("CONSOLE_HOSTS", e.ConsoleHosts, fmt.Sprintf("%q is not a host name or address, with an optional :port (an IPv6 address in brackets)", h))
@@ -63,5 +66,6 @@ func (c Console) values() map[string]string {
 		"CONSOLE_HOSTS":               strings.Join(c.Hosts, ","),
 		"CONSOLE_READ_REQUIRES_TOKEN": strconv.FormatBool(c.ReadRequiresToken),
 		"CONSOLE_SESSION_TTL":         c.SessionTTL.String(),
+		"CONSOLE_MAX_CONNS":           strconv.Itoa(c.MaxConns),
 	}
 }

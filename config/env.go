@@ -76,9 +76,10 @@ type env struct {
 	KeyspacePoll       string `envconfig:"KEYSPACE_POLL_INTERVAL" default:"1m" desc:"longest sleep of an idle slot while keyspace notifications are used (a safety net)"`
 	ShutdownTimeout    string `envconfig:"SHUTDOWN_TIMEOUT" default:"20s" desc:"on SIGTERM, how long in-flight batches may take before they are returned"`
 
-	HTTPAddr  string `envconfig:"HTTP_ADDR" default:":8080" desc:"listen address of /metrics, /healthz and /readyz (port 0: any free port)"`
-	LogLevel  string `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
-	LogFormat string `envconfig:"LOG_FORMAT" default:"json" desc:"json or text"`
+	HTTPAddr     string `envconfig:"HTTP_ADDR" default:":8080" desc:"listen address of /metrics, /healthz and /readyz (port 0: any free port)"`
+	HTTPMaxConns string `envconfig:"HTTP_MAX_CONNS" default:"1024" desc:"most connections the HTTP_ADDR listener holds open at once (1 to 1000000); more wait in the kernel's backlog until one closes"`
+	LogLevel     string `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
+	LogFormat    string `envconfig:"LOG_FORMAT" default:"json" desc:"json or text"`
 
 	ReplicaID         string `envconfig:"REPLICA_ID" desc:"this replica's id (default: host name and process id)"`
 	Ownership         string `envconfig:"OWNERSHIP" default:"rendezvous" desc:"rendezvous: live replicas share the slots; all: every replica scans every slot"`
@@ -91,15 +92,18 @@ type env struct {
 	ConsoleSecureCookie      string `envconfig:"CONSOLE_SECURE_COOKIE" default:"false" desc:"true: the console's session cookie is Secure even over plain HTTP (behind a TLS-terminating proxy)"`
 	ConsoleHosts             string `envconfig:"CONSOLE_HOSTS" desc:"comma list of the Host names the console answers to, name:port or name (any port); others get 421, which stops DNS rebinding. Empty: localhost, 127.0.0.1, [::1] and the CONSOLE_ADDR host, with its port"`
 	ConsoleReadRequiresToken string `envconfig:"CONSOLE_READ_REQUIRES_TOKEN" default:"false" desc:"true: topic and message pages (message bodies) need the console token too; the overview stays open. Without a token set, bodies are then shown to no one"`
+	ConsoleMaxConns          string `envconfig:"CONSOLE_MAX_CONNS" default:"1024" desc:"most connections the console holds open at once (1 to 1000000); more wait in the kernel's backlog until one closes"`
 	ConsoleSessionTTL        string `envconfig:"CONSOLE_SESSION_TTL" default:"12h" desc:"how long a console login lasts (1m to 720h); logging out ends it at once, a console restart ends them all"`
 
 	// The HTTP API for producers (api package).
-	APIAddr           string `envconfig:"API_ADDR" desc:"listen address of the HTTP API (schedule, get, reschedule, cancel by id); empty: delaybridge run serves none, delaybridge api listens on :8090"`
-	APITokens         string `envconfig:"API_TOKENS" secret:"true" desc:"comma list of the HTTP API's bearer tokens (16 characters or more), each optionally limited to topics: token:orders+reminders; required when the API is served, unless API_INSECURE=true"`
-	APIInsecure       string `envconfig:"API_INSECURE" default:"false" desc:"true: serve the HTTP API without tokens (anyone who reaches it may schedule and cancel)"`
-	APITLSCertFile    string `envconfig:"API_TLS_CERT_FILE" desc:"PEM certificate: the HTTP API serves HTTPS (needs API_TLS_KEY_FILE)"`
-	APITLSKeyFile     string `envconfig:"API_TLS_KEY_FILE" desc:"PEM key of API_TLS_CERT_FILE"`
-	APIMaxRequestSize string `envconfig:"API_MAX_REQUEST_SIZE" default:"16777216" desc:"largest HTTP API request body, bytes (a batch included); larger ones are refused with 413"`
+	APIAddr             string `envconfig:"API_ADDR" desc:"listen address of the HTTP API (schedule, get, reschedule, cancel by id); empty: delaybridge run serves none, delaybridge api listens on :8090"`
+	APITokens           string `envconfig:"API_TOKENS" secret:"true" desc:"comma list of the HTTP API's bearer tokens (16 characters or more), each optionally limited to topics: token:orders+reminders; required when the API is served, unless API_INSECURE=true"`
+	APIInsecure         string `envconfig:"API_INSECURE" default:"false" desc:"true: serve the HTTP API without tokens (anyone who reaches it may schedule and cancel)"`
+	APITLSCertFile      string `envconfig:"API_TLS_CERT_FILE" desc:"PEM certificate: the HTTP API serves HTTPS (needs API_TLS_KEY_FILE)"`
+	APITLSKeyFile       string `envconfig:"API_TLS_KEY_FILE" desc:"PEM key of API_TLS_CERT_FILE"`
+	APIMaxRequestSize   string `envconfig:"API_MAX_REQUEST_SIZE" default:"16777216" desc:"largest HTTP API request body, bytes (a batch included); larger ones are refused with 413"`
+	APIMaxRequestMemory string `envconfig:"API_MAX_REQUEST_MEMORY" default:"67108864" desc:"bytes the bodies of the HTTP API requests being served (and the messages of GETs being written) may hold together (1048576 to 1099511627776); a request that does not fit within 2 s is answered 503 with Retry-After"`
+	APIMaxConns         string `envconfig:"API_MAX_CONNS" default:"1024" desc:"most connections the HTTP API holds open at once (1 to 1000000); more wait in the kernel's backlog until one closes"`
 }
 
 // topicEnv is one topic's variables, DELAYBRIDGE_TOPIC_<NAME>_*.

@@ -110,6 +110,7 @@ func (p *parser) global(e *env) Config {
 	c.KeyspacePollInterval = p.duration("KEYSPACE_POLL_INTERVAL", e.KeyspacePoll, time.Millisecond, time.Hour)
 	c.ShutdownTimeout = p.duration("SHUTDOWN_TIMEOUT", e.ShutdownTimeout, time.Second/10, 0)
 
+	c.HTTPMaxConns = p.intIn("HTTP_MAX_CONNS", e.HTTPMaxConns, 1, 1_000_000)
 	if _, port, err := net.SplitHostPort(e.HTTPAddr); err != nil {
 		p.fail("HTTP_ADDR", e.HTTPAddr, "must be host:port or :port (port 0 picks a free port)")
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {

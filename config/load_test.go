@@ -63,17 +63,18 @@ func defaultConfig(t *testing.T) Config {
 		KeyspaceEvents:     "auto", KeyspacePollInterval: time.Minute,
 		ShutdownTimeout: 20 * time.Second,
 
-		HTTPAddr:  ":8080",
-		LogLevel:  "info",
-		LogFormat: "json",
+		HTTPAddr:     ":8080",
+		HTTPMaxConns: 1024,
+		LogLevel:     "info",
+		LogFormat:    "json",
 
 		ReplicaID:         defaultReplicaID(t),
 		Ownership:         "rendezvous",
 		HeartbeatInterval: time.Second,
 		HeartbeatTTL:      5 * time.Second,
 
-		Console: Console{Addr: "127.0.0.1:8081", SessionTTL: 12 * time.Hour},
-		API:     API{MaxRequestSize: 16 << 20},
+		Console: Console{Addr: "127.0.0.1:8081", SessionTTL: 12 * time.Hour, MaxConns: 1024},
+		API:     API{MaxRequestSize: 16 << 20, MaxRequestMemory: 64 << 20, MaxConns: 1024},
 	}
 }
 
@@ -150,6 +151,10 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			"API_TLS_CERT_FILE":           pki.ClientCert,
 			"API_TLS_KEY_FILE":            pki.ClientKey,
 			"API_MAX_REQUEST_SIZE":        "1048576",
+			"API_MAX_REQUEST_MEMORY":      "33554432",
+			"API_MAX_CONNS":               "100",
+			"CONSOLE_MAX_CONNS":           "50",
+			"HTTP_MAX_CONNS":              "20",
 
 			"TOPIC_ORDERS_SINK":               "kafka",
 			"TOPIC_ORDERS_SLOTS":              "16",
@@ -202,12 +207,13 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			RetryBackoff: 250 * time.Millisecond, RetryBackoffMax: 10 * time.Second,
 			PollInterval: 200 * time.Millisecond, ShutdownTimeout: 45 * time.Second,
 			KeyspaceEvents: "off", KeyspacePollInterval: 30 * time.Second,
-			HTTPAddr: "127.0.0.1:9090", LogLevel: "debug", LogFormat: "text",
+			HTTPAddr: "127.0.0.1:9090", HTTPMaxConns: 20, LogLevel: "debug", LogFormat: "text",
 			ReplicaID: "pod-a", Ownership: "all", HeartbeatInterval: 2 * time.Second, HeartbeatTTL: 10 * time.Second,
 			Console: Console{Addr: ":9091", Token: "console-token-0123", SecureCookie: true,
-				Hosts: []string{"console.example.com", "localhost:9091", "[::1]"}, ReadRequiresToken: true, SessionTTL: time.Hour},
+				Hosts: []string{"console.example.com", "localhost:9091", "[::1]"}, ReadRequiresToken: true, SessionTTL: time.Hour, MaxConns: 50},
 			API: API{Addr: ":9092", Tokens: []APIToken{{Token: "api-token-0123456789", Topics: []string{"orders", "order-events"}},
 				{Token: "other-token-0123456789"}}, Insecure: true, TLS: TLS{CertFile: pki.ClientCert, KeyFile: pki.ClientKey}, MaxRequestSize: 1 << 20,
+				MaxRequestMemory: 32 << 20, MaxConns: 100,
 				RoutingKeys: map[string][]string{"ORDER_EVENTS": {"order.*", "audit"}}},
 		},
 	}, {
@@ -243,10 +249,10 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			BatchSize: 500, MaxInflightBatches: 2, Lease: 30 * time.Second, MaxAttempts: 10,
 			RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, PollInterval: time.Second, ShutdownTimeout: 20 * time.Second,
 			KeyspaceEvents: "auto", KeyspacePollInterval: time.Minute,
-			HTTPAddr: ":8080", LogLevel: "info", LogFormat: "json",
+			HTTPAddr: ":8080", HTTPMaxConns: 1024, LogLevel: "info", LogFormat: "json",
 			ReplicaID: defaultReplicaID(t), Ownership: "rendezvous", HeartbeatInterval: time.Second, HeartbeatTTL: 5 * time.Second,
-			Console: Console{Addr: "127.0.0.1:8081", SessionTTL: 12 * time.Hour},
-			API:     API{MaxRequestSize: 16 << 20},
+			Console: Console{Addr: "127.0.0.1:8081", SessionTTL: 12 * time.Hour, MaxConns: 1024},
+			API:     API{MaxRequestSize: 16 << 20, MaxRequestMemory: 64 << 20, MaxConns: 1024},
 		},
 	}, {
 		name: "redis stream sink on a Redis of its own",
@@ -279,10 +285,10 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			BatchSize: 500, MaxInflightBatches: 2, Lease: 30 * time.Second, MaxAttempts: 10,
 			RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, PollInterval: time.Second, ShutdownTimeout: 20 * time.Second,
 			KeyspaceEvents: "auto", KeyspacePollInterval: time.Minute,
-			HTTPAddr: ":8080", LogLevel: "info", LogFormat: "json",
+			HTTPAddr: ":8080", HTTPMaxConns: 1024, LogLevel: "info", LogFormat: "json",
 			ReplicaID: defaultReplicaID(t), Ownership: "rendezvous", HeartbeatInterval: time.Second, HeartbeatTTL: 5 * time.Second,
-			Console: Console{Addr: "127.0.0.1:8081", SessionTTL: 12 * time.Hour},
-			API:     API{MaxRequestSize: 16 << 20},
+			Console: Console{Addr: "127.0.0.1:8081", SessionTTL: 12 * time.Hour, MaxConns: 1024},
+			API:     API{MaxRequestSize: 16 << 20, MaxRequestMemory: 64 << 20, MaxConns: 1024},
 		},
 	}, {
 		name: "redis stream sink on a Sentinel deployment of its own, with TLS",
@@ -358,10 +364,10 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			BatchSize: 500, MaxInflightBatches: 2, Lease: 30 * time.Second, MaxAttempts: 10,
 			RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, PollInterval: time.Second, ShutdownTimeout: 20 * time.Second,
 			KeyspaceEvents: "auto", KeyspacePollInterval: time.Minute,
-			HTTPAddr: ":8080", LogLevel: "info", LogFormat: "json",
+			HTTPAddr: ":8080", HTTPMaxConns: 1024, LogLevel: "info", LogFormat: "json",
 			ReplicaID: defaultReplicaID(t), Ownership: "rendezvous", HeartbeatInterval: time.Second, HeartbeatTTL: 5 * time.Second,
-			Console: Console{Addr: "127.0.0.1:8081", SessionTTL: 12 * time.Hour},
-			API:     API{MaxRequestSize: 16 << 20},
+			Console: Console{Addr: "127.0.0.1:8081", SessionTTL: 12 * time.Hour, MaxConns: 1024},
+			API:     API{MaxRequestSize: 16 << 20, MaxRequestMemory: 64 << 20, MaxConns: 1024},
 		},
 	}}
 

@@ -123,6 +123,7 @@ func (c Config) runValues() map[string]string {
 		"KEYSPACE_POLL_INTERVAL": c.KeyspacePollInterval.String(),
 		"SHUTDOWN_TIMEOUT":       c.ShutdownTimeout.String(),
 		"HTTP_ADDR":              c.HTTPAddr,
+		"HTTP_MAX_CONNS":         strconv.Itoa(c.HTTPMaxConns),
 		"LOG_LEVEL":              c.LogLevel,
 		"LOG_FORMAT":             c.LogFormat,
 		"REPLICA_ID":             c.ReplicaID,

@@ -71,7 +71,7 @@ func runAPI(ctx context.Context, args []string, s stdio) int {
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	stopHTTP, err := startHTTP(c.cfg.HTTPAddr, mux, log)
+	stopHTTP, err := startHTTP(c.cfg.HTTPAddr, c.cfg.HTTPMaxConns, mux, log)
 	if err != nil {
 		return c.fail(err)
 	}
@@ -88,7 +88,7 @@ func runAPI(ctx context.Context, args []string, s stdio) int {
 // startHTTPAndAPI is startHTTP for the daemon's routes and, when
 // DELAYBRIDGE_API_ADDR is set, startAPI; stop ends both.
 func startHTTPAndAPI(ctx context.Context, cfg config.Config, routes http.Handler, q *queue.Queue, reg prometheus.Registerer, log *slog.Logger, tracer trace.Tracer) (stop func(), err error) {
-	stopHTTP, err := startHTTP(cfg.HTTPAddr, routes, log)
+	stopHTTP, err := startHTTP(cfg.HTTPAddr, cfg.HTTPMaxConns, routes, log)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func startAPI(ctx context.Context, cfg config.Config, q *queue.Queue, reg promet
 			"redis": cfg.RedisSink.MaxMessageSize,
 			"kafka": kafka.DefaultMaxMessageSize, // the Kafka sink's, as the daemon builds it
 		},
-		MaxRequest: cfg.API.MaxRequestSize, RoutingKeys: cfg.API.RoutingKeysOf, MaxMessageSize: cfg.MessageSize.Of,
+		MaxRequest: cfg.API.MaxRequestSize, MaxRequestMemory: cfg.API.MaxRequestMemory, RoutingKeys: cfg.API.RoutingKeysOf, MaxMessageSize: cfg.MessageSize.Of,
 		Metrics: api.NewMetrics(reg), Log: log, Tracer: tracer})
 	if err != nil {
 		return nil, err
@@ -136,6 +136,7 @@ func startAPI(ctx context.Context, cfg config.Config, q *queue.Queue, reg promet
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.API.Addr, err)
 	}
+	ln = limitConns(ln, cfg.API.MaxConns)
 	log.Info("api listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil,
 		"tokens", len(tokens), "insecure", cfg.API.Insecure && len(tokens) == 0)
 	sctx, cancel := context.WithCancel(ctx)

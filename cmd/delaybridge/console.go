@@ -47,6 +47,7 @@ func runConsole(ctx context.Context, args []string, s stdio) int {
 	if err != nil {
 		return c.fail(fmt.Errorf("listen on %s: %w", c.cfg.Console.Addr, err))
 	}
+	ln = limitConns(ln, c.cfg.Console.MaxConns)
 	hosts := c.cfg.Console.Hosts
 	if len(hosts) == 0 {
 		hosts = console.DefaultHosts(ln.Addr(), c.cfg.Console.Addr)

@@ -37,7 +37,7 @@ func TestPortInUseExitsNamingTheVariable(t *testing.T) {
 // to the network; the start-up log says so and how to narrow it.
 func TestListeningOnEveryInterfaceIsSaid(t *testing.T) {
 	logs := &syncBuffer{}
-	stop, err := startHTTP(":0", nil, slog.New(slog.NewTextHandler(logs, nil)))
+	stop, err := startHTTP(":0", 1024, nil, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

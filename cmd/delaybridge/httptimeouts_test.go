@@ -19,7 +19,7 @@ func TestMetricsListenerClosesIdleAndSlowConnections(t *testing.T) {
 	logs := &syncBuffer{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	stop, err := startHTTPWith("127.0.0.1:0", mux, slog.New(slog.NewTextHandler(logs, nil)),
+	stop, err := startHTTPWith("127.0.0.1:0", 1024, mux, slog.New(slog.NewTextHandler(logs, nil)),
 		console.Timeouts{ReadHeader: 300 * time.Millisecond, Read: 500 * time.Millisecond,
 			Write: 500 * time.Millisecond, Idle: 500 * time.Millisecond})
 	if err != nil {

@@ -192,19 +192,21 @@ func adaptProcs(ctx context.Context, log *slog.Logger) (stop func()) {
 }
 
 // startHTTP serves handler on addr (DELAYBRIDGE_HTTP_ADDR) until the
-// returned stop is called, with the console's DefaultTimeouts.
-func startHTTP(addr string, handler http.Handler, log *slog.Logger) (stop func(), err error) {
-	return startHTTPWith(addr, handler, log, console.DefaultTimeouts)
+// returned stop is called, with the console's DefaultTimeouts and at most
+// maxConns connections open (DELAYBRIDGE_HTTP_MAX_CONNS).
+func startHTTP(addr string, maxConns int, handler http.Handler, log *slog.Logger) (stop func(), err error) {
+	return startHTTPWith(addr, maxConns, handler, log, console.DefaultTimeouts)
 }
 
 // startHTTPWith is startHTTP with the given timeouts. An address without a
 // host binds every interface: the log says so, since /metrics is then
 // reachable from outside the host.
-func startHTTPWith(addr string, handler http.Handler, log *slog.Logger, timeouts console.Timeouts) (stop func(), err error) {
+func startHTTPWith(addr string, maxConns int, handler http.Handler, log *slog.Logger, timeouts console.Timeouts) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on DELAYBRIDGE_HTTP_ADDR %q (in use by another process? choose another port): %w", addr, err)
 	}
+	ln = limitConns(ln, maxConns)
 	srv := &http.Server{Handler: handler}
 	// /metrics, /healthz and /readyz answer at once: a client that holds a
 	// connection open (idle, or sending slowly) is cut off.
