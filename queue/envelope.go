@@ -136,7 +136,8 @@ func EncodeEnvelope(m Message) ([]byte, error) {
 		s := string(m.Body)
 		out.Body = &s
 	default:
-		field, text = "body_b64", base64.StdEncoding.AppendEncode(nil, m.Body)
+		field, text = "body_b64", make([]byte, base64.StdEncoding.EncodedLen(len(m.Body)))
+		base64.StdEncoding.Encode(text, m.Body)
 	}
 	if !m.Properties.IsZero() {
 		if err := m.Properties.check(); err != nil {
