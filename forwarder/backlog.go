@@ -56,7 +56,7 @@ func (g *backlogGauges) run(ctx context.Context) {
 
 // backlog is what the gauges of one topic show, summed over its owned slots.
 type backlog struct {
-	scheduled, overdue, retrying, inflight, dead, recurring, fairKeys int64
+	scheduled, overdue, retrying, inflight, dead, recurring, fairKeys, dedupIDs int64
 	// oldest is the age of the oldest overdue message (the max over the
 	// slots), by Redis's clock: the stats call reads TIME with the scores.
 	oldest time.Duration
@@ -97,6 +97,7 @@ func (g *backlogGauges) runOnce(ctx context.Context) {
 		p.dead += st.Dead
 		p.recurring += st.Recurring
 		p.fairKeys += st.FairKeys
+		p.dedupIDs += st.DedupIDs
 		p.paused = p.paused || st.Pause.Paused
 		p.sampled = true
 		if !st.OldestOverdue.IsZero() {
@@ -116,6 +117,7 @@ func (g *backlogGauges) runOnce(ctx context.Context) {
 		g.m.Overdue.WithLabelValues(t.Name).Set(b.oldest.Seconds())
 		g.m.Recurrences.WithLabelValues(t.Name).Set(float64(b.recurring))
 		g.m.FairKeys.WithLabelValues(t.Name).Set(float64(b.fairKeys))
+		g.m.DedupIDs.WithLabelValues(t.Name).Set(float64(b.dedupIDs))
 		paused := 0.0
 		if b.paused {
 			paused = 1

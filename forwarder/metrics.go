@@ -53,6 +53,7 @@ type Metrics struct {
 	// Recurrences (recur.go).
 	Recurrences    *prometheus.GaugeVec   // topic: recurrences in the owned slots
 	FairKeys       *prometheus.GaugeVec   // topic: keys with messages scheduled, per owned slot (fair topics)
+	DedupIDs       *prometheus.GaugeVec   // topic: ids remembered for the dedup window in the owned slots
 	TicksDelivered *prometheus.CounterVec // topic: ticks the broker confirmed
 	TicksSkipped   *prometheus.CounterVec // topic: ticks passed over after a gap
 }
@@ -161,6 +162,7 @@ func (m *Metrics) initTopic(topic string) {
 	m.HoldQueueDepth.WithLabelValues(topic)
 	m.Recurrences.WithLabelValues(topic)
 	m.FairKeys.WithLabelValues(topic)
+	m.DedupIDs.WithLabelValues(topic)
 	m.TicksDelivered.WithLabelValues(topic)
 	m.TicksSkipped.WithLabelValues(topic)
 	for _, r := range heldReasons {
@@ -232,4 +234,10 @@ func (m *Metrics) recurMetrics(reg prometheus.Registerer) {
 			"it has messages in (sum over replicas for the topic; 0 on other topics). Which keys: delaybridge stats --keys.",
 	}, []string{"topic"})
 	reg.MustRegister(m.FairKeys)
+	m.DedupIDs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "delaybridge", Name: "dedup_ids",
+		Help: "Ids remembered for the topic's dedup window in the slots this replica owns (sum over replicas for the topic; " +
+			"0 without a window): each costs Redis about 50 to 350 bytes by its length (docs/operations.md).",
+	}, []string{"topic"})
+	reg.MustRegister(m.DedupIDs)
 }

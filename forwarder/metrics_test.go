@@ -40,7 +40,7 @@ var freshSeries = func() []string {
 			"claimed_total", "published_total", "retried_total", "dead_total", "released_total", "reaped_total",
 			"lateness_seconds", "publish_duration_seconds", "oldest_overdue_seconds", "owned_slots",
 			"stranded_messages", "topic_paused", "topic_rate_limit", "topic_hold_queue_messages",
-			"recurrences", "recurrence_ticks_delivered_total", "recurrence_ticks_skipped_total", "fair_keys",
+			"recurrences", "recurrence_ticks_delivered_total", "recurrence_ticks_skipped_total", "fair_keys", "dedup_ids",
 		} {
 			out = append(out, "delaybridge_"+name+tl)
 		}

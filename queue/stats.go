@@ -33,6 +33,10 @@ type SlotStats struct {
 	// FairKeys is, on a fair topic, how many keys have messages scheduled
 	// in the slot (the entries of SlotKeys.FairCount; 0 on other topics).
 	FairKeys int64
+	// DedupIDs is how many ids the slot remembers for its topic's dedup
+	// window (the entries of SlotKeys.Delivered, expired ones not yet
+	// removed included; 0 without a window).
+	DedupIDs int64
 }
 
 // retryingSample bounds the :attempts records one stats call looks at, and so
@@ -47,7 +51,7 @@ const retryingSample = 1000
 //
 // Returns {now, scheduled, overdue, inflight, dead, next due or "", oldest
 // overdue or "", retrying, 1 when retrying is exact else 0, recurrences,
-// fair keys, paused since or nil, pause reason or nil}.
+// fair keys, dedup ids, paused since or nil, pause reason or nil}.
 //
 // Retrying: HLEN of :attempts alone would also count members in flight again
 // and records left by a producer's cancel until the reaper sweeps them, so
@@ -93,7 +97,7 @@ if n > 0 then
   end
 end
 return {nowstr, redis.call('ZCARD', sched), overdue, redis.call('ZCARD', inflight), redis.call('ZCARD', dead), nxt, oldest, retrying, exact,
-  redis.call('HLEN', recur), redis.call('ZCARD', fcount), unpack(redis.call('HMGET', paused, 'since', 'reason'))}
+  redis.call('HLEN', recur), redis.call('ZCARD', fcount), redis.call('ZCARD', deliv), unpack(redis.call('HMGET', paused, 'since', 'reason'))}
 `)
 
 // Stats reads the backlog of one slot.
@@ -109,7 +113,7 @@ func (q *Queue) stats(ctx context.Context, k SlotKeys, slot, sample int) (s Slot
 	if err != nil {
 		return SlotStats{}, false, fmt.Errorf("stats %s: %w", k.Scheduled, err)
 	}
-	if len(res) != 13 {
+	if len(res) != 14 {
 		return SlotStats{}, false, fmt.Errorf("stats %s: malformed reply of %d elements", k.Scheduled, len(res))
 	}
 	s = SlotStats{Slot: slot}
@@ -124,8 +128,9 @@ func (q *Queue) stats(ctx context.Context, k SlotKeys, slot, sample int) (s Slot
 	flag, _ := res[8].(int64)
 	s.Recurring, _ = res[9].(int64)
 	s.FairKeys, _ = res[10].(int64)
-	since, _ := res[11].(string)
-	reason, _ := res[12].(string)
+	s.DedupIDs, _ = res[11].(int64)
+	since, _ := res[12].(string)
+	reason, _ := res[13].(string)
 	s.Pause = parsePause(since, reason)
 	return s, flag == 1, nil
 }

@@ -155,6 +155,7 @@ func writeStats(ctx context.Context, s stdio, c *cli, v statsView, asJSON, allSl
 	}
 	printUnforwarded(s.out, v.topics, v.unforwarded)
 	printRecurring(s.out, v.topics, v.slots)
+	printDedupIDs(s.out, v.topics, v.slots)
 	printLimits(s.out, v.topics, v.limits, v.held)
 	if memErr != nil {
 		return nil
@@ -172,6 +173,7 @@ func total(slots []queue.SlotStats) queue.SlotStats {
 		t.Dead += s.Dead
 		t.Retrying += s.Retrying
 		t.Recurring += s.Recurring
+		t.DedupIDs += s.DedupIDs
 		if s.Pause.Paused && !t.Pause.Paused {
 			t.Pause = s.Pause
 		}
@@ -257,6 +259,20 @@ func printRecurring(w io.Writer, topics []queue.Topic, all [][]queue.SlotStats) 
 	}
 }
 
+// printDedupIDs says how many ids each topic with a dedup window remembers,
+// when any remembers one.
+func printDedupIDs(w io.Writer, topics []queue.Topic, all [][]queue.SlotStats) {
+	var parts []string
+	for i, t := range topics {
+		if n := total(all[i]).DedupIDs; n > 0 {
+			parts = append(parts, t.Name+" "+count(n))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "\ndedup ids remembered (DEDUP_WINDOW): %s\n", strings.Join(parts, ", "))
+	}
+}
+
 // count prints a number with thousands separators.
 func count(n int64) string {
 	s := strconv.FormatInt(n, 10)
@@ -280,13 +296,14 @@ type slotJSON struct {
 	PauseReason        string  `json:"pause_reason,omitempty"`
 	PausedSince        *string `json:"paused_since,omitempty"`
 	Recurring          int64   `json:"recurring"`
+	DedupIDs           int64   `json:"dedup_ids"`
 }
 
 func toSlotJSON(st queue.SlotStats, withSlot bool) slotJSON {
 	j := slotJSON{Scheduled: st.Scheduled, Overdue: st.Overdue, Inflight: st.Inflight, Dead: st.Dead,
 		NextDue: jsonTime(st.NextDue), OldestOverdue: jsonTime(st.OldestOverdue),
 		Retrying: st.Retrying, Paused: st.Pause.Paused, PauseReason: st.Pause.Reason, PausedSince: jsonTime(st.Pause.Since),
-		Recurring: st.Recurring}
+		Recurring: st.Recurring, DedupIDs: st.DedupIDs}
 	if withSlot {
 		slot := st.Slot
 		j.Slot = &slot
