@@ -93,7 +93,7 @@ const claimChunk = 256
 // (claimChunk). Attempts are looked up only for members that have a due
 // record (were claimed before): a member that failed keeps its due record
 // until it is settled for good, so a first claim costs no attempts lookup.
-var claimScript = drainScript(nowLua, idsLua, buryLua, recurLua, tickLua, fmt.Sprintf("local chunk = %d\n", claimChunk), `
+var claimScript = drainScript(nowLua, idsLua, buryLua, recurLua, tickLua, fmt.Sprintf("local chunk = %d\n", claimChunk), leaseClaimedLua, `
 local out = {string.format('%.3f', tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000), '', '0', '0'}
 if redis.call('HLEN', paused) > 0 then
   out[3] = '1'
@@ -124,37 +124,7 @@ if n > 0 then
     end
   end
   out[4] = tostring(buried)
-  for c = 1, #ms, chunk do
-    local last = math.min(c + chunk - 1, #ms)
-    local part = {unpack(ms, c, last)}
-    local known = redis.call('HMGET', dues, unpack(part))
-    local again, atts = {}, {}
-    for j = 1, #part do
-      if known[j] then again[#again + 1] = part[j] end
-    end
-    if #again > 0 then
-      local a = redis.call('HMGET', attempts, unpack(again))
-      for j = 1, #again do atts[again[j]] = a[j] end
-    end
-    local record, lease = {}, {}
-    for j = 1, #part do
-      local m, due = part[j], known[j]
-      if not due then
-        due = ss[c + j - 1]
-        record[#record + 1] = m
-        record[#record + 1] = due
-      end
-      lease[#lease + 1] = deadline
-      lease[#lease + 1] = m
-      out[#out + 1] = m
-      out[#out + 1] = due
-      out[#out + 1] = atts[m] or '0'
-      out[#out + 1] = ss[c + j - 1]
-      if looks_tick(m) and vouched(m) then ticks[#ticks + 1] = c + j - 2 end
-    end
-    if #record > 0 then redis.call('HSET', dues, unpack(record)) end
-    redis.call('ZADD', inflight, unpack(lease))
-  end
+  lease_claimed(ms, ss, deadline, out, ticks)
 end
 if n < limit then
   local nxt = redis.call('ZRANGE', sched, 0, 0, 'WITHSCORES')
@@ -260,3 +230,45 @@ func parseClaim(res []string) (Claim, error) {
 	}
 	return c, nil
 }
+
+// leaseClaimedLua is what the claim and the fair claim do with the members
+// they took (ms, in order, ss their scores): per chunk of claimChunk, one
+// HMGET of their due records and, for those claimed before, one of their
+// attempts; the due record of a first claim written, every member leased
+// until deadline, (member, due, attempts, score) appended to out, and the
+// positions of vouched ticks to ticks. It follows the chunk line and
+// tickLua.
+const leaseClaimedLua = `
+local function lease_claimed(ms, ss, deadline, out, ticks)
+  for c = 1, #ms, chunk do
+    local last = math.min(c + chunk - 1, #ms)
+    local part = {unpack(ms, c, last)}
+    local known = redis.call('HMGET', dues, unpack(part))
+    local prior, atts = {}, {}
+    for j = 1, #part do
+      if known[j] then prior[#prior + 1] = part[j] end
+    end
+    if #prior > 0 then
+      local a = redis.call('HMGET', attempts, unpack(prior))
+      for j = 1, #prior do atts[prior[j]] = a[j] end
+    end
+    local record, lease = {}, {}
+    for j = 1, #part do
+      local m, due = part[j], known[j]
+      if not due then
+        due = ss[c + j - 1]
+        record[#record + 1] = m
+        record[#record + 1] = due
+      end
+      lease[#lease + 1] = deadline
+      lease[#lease + 1] = m
+      out[#out + 1] = m
+      out[#out + 1] = due
+      out[#out + 1] = atts[m] or '0'
+      out[#out + 1] = ss[c + j - 1]
+      if looks_tick(m) and vouched(m) then ticks[#ticks + 1] = c + j - 2 end
+    end
+    if #record > 0 then redis.call('HSET', dues, unpack(record)) end
+    redis.call('ZADD', inflight, unpack(lease))
+  end
+end`

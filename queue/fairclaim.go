@@ -103,7 +103,7 @@ end
 // claim ahead over by score). next is "" while fair_take says to claim
 // again, else the scheduled set's lowest score.
 var fairClaimScript = drainScript(nowLua, idsLua, buryLua, recurLua, tickLua, fairLua, fairTakeLua,
-	fmt.Sprintf("local chunk = %d\n", claimChunk), `
+	fmt.Sprintf("local chunk = %d\n", claimChunk), leaseClaimedLua, `
 local out = {string.format('%.3f', tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000), '', '0', '0'}
 if redis.call('HLEN', paused) > 0 then
   out[3] = '1'
@@ -133,37 +133,7 @@ for _, i in ipairs(order) do
 end
 out[4] = tostring(buried)
 local ticks = {}
-for c = 1, #ms, chunk do
-  local last = math.min(c + chunk - 1, #ms)
-  local part = {unpack(ms, c, last)}
-  local known = redis.call('HMGET', dues, unpack(part))
-  local again_, atts = {}, {}
-  for j = 1, #part do
-    if known[j] then again_[#again_ + 1] = part[j] end
-  end
-  if #again_ > 0 then
-    local a = redis.call('HMGET', attempts, unpack(again_))
-    for j = 1, #again_ do atts[again_[j]] = a[j] end
-  end
-  local record, lease = {}, {}
-  for j = 1, #part do
-    local m, due = part[j], known[j]
-    if not due then
-      due = ss[c + j - 1]
-      record[#record + 1] = m
-      record[#record + 1] = due
-    end
-    lease[#lease + 1] = deadline
-    lease[#lease + 1] = m
-    out[#out + 1] = m
-    out[#out + 1] = due
-    out[#out + 1] = atts[m] or '0'
-    out[#out + 1] = ss[c + j - 1]
-    if looks_tick(m) and vouched(m) then ticks[#ticks + 1] = c + j - 2 end
-  end
-  if #record > 0 then redis.call('HSET', dues, unpack(record)) end
-  redis.call('ZADD', inflight, unpack(lease))
-end
+lease_claimed(ms, ss, deadline, out, ticks)
 if not again and #items / 2 < limit then
   local nxt = redis.call('ZRANGE', sched, 0, 0, 'WITHSCORES')
   if nxt[2] then out[2] = nxt[2] end
