@@ -56,7 +56,7 @@ func (s *Server) topicRoute(h topicHandler) http.Handler {
 }
 
 // withBudget serves h once the request's body has its share of the request
-// memory budget (see budget): a body declared over MaxRequest is refused
+// memory for request bodies (see bodyMemory): a body declared over MaxRequest is refused
 // with 413 before a byte of it is read, one that does not fit in time with
 // 503 and Retry-After.
 func (s *Server) withBudget(h topicHandler) topicHandler {

@@ -85,7 +85,7 @@ type Server struct {
 	auth    *authenticator
 	handler http.Handler
 	batches chan struct{} // one per batch request being served
-	budget  *budget       // the request memory budget
+	bodies  *bodyMemory   // the memory request bodies may hold at once
 	fwd     forwarding
 }
 
@@ -111,7 +111,7 @@ func New(opts Options) (*Server, error) {
 		opts.Prefix = queue.DefaultPrefix
 	}
 	s := &Server{opts: opts, limits: defaultLimits(), auth: newAuthenticator(opts.Tokens, opts.Insecure),
-		batches: make(chan struct{}, maxBatchRequests), budget: newBudget(opts.MaxRequestMemory)}
+		batches: make(chan struct{}, maxBatchRequests), bodies: newBodyMemory(opts.MaxRequestMemory)}
 	s.handler = s.routes()
 	return s, nil
 }

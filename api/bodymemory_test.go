@@ -14,7 +14,7 @@ import (
 
 // holdBody opens a connection that sends a schedule request declaring a
 // body of n bytes and then sends none of it, so the server holds the
-// request's share of the budget until the connection closes.
+// request's share of it until the connection closes.
 func (f *fixture) holdBody(n int) net.Conn {
 	f.t.Helper()
 	c, err := net.Dial("tcp", strings.TrimPrefix(f.base, "http://"))
@@ -28,18 +28,18 @@ func (f *fixture) holdBody(n int) net.Conn {
 }
 
 // TestRequestsBeyondTheMemoryBudgetAre503WithoutReadingThem: while two
-// requests whose bodies take the whole request memory budget are being
+// requests whose bodies take the whole memory for request bodies are being
 // read, more requests are answered 503 busy with Retry-After (after a short
 // wait) without their bodies being read, so the process allocates far less
-// than their bodies; once the budget is given back, a request is served.
+// than their bodies; once the memory is given back, a request is served.
 // A body declared over the request size limit is 413 at once.
 func TestRequestsBeyondTheMemoryBudgetAre503WithoutReadingThem(t *testing.T) {
 	const mib = 1 << 20
 	f, srv := newHugeFixture(t, func(o *Options) { o.MaxRequestMemory = 20 * mib })
 	held := []net.Conn{f.holdBody(10 * mib), f.holdBody(10 * mib)}
-	for wait := time.Now().Add(10 * time.Second); srv.budget.inUse() < 20*mib; time.Sleep(10 * time.Millisecond) {
+	for wait := time.Now().Add(10 * time.Second); srv.bodies.inUse() < 20*mib; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(wait) {
-			t.Fatalf("the held requests took %d bytes of the budget, want 20 MiB", srv.budget.inUse())
+			t.Fatalf("the held requests took %d bytes of the body memory, want 20 MiB", srv.bodies.inUse())
 		}
 	}
 
@@ -78,12 +78,12 @@ func TestRequestsBeyondTheMemoryBudgetAre503WithoutReadingThem(t *testing.T) {
 	})
 	for i, s := range statuses {
 		if s != "503 retry-after=1" {
-			t.Errorf("request %d beyond the budget: %s; want 503 with Retry-After 1", i, s)
+			t.Errorf("request %d beyond the body memory: %s; want 503 with Retry-After 1", i, s)
 		}
 	}
-	t.Logf("%d requests of %d MiB beyond the budget allocated %d MiB in all", many, len(body)/mib, total/mib)
+	t.Logf("%d requests of %d MiB beyond the body memory allocated %d MiB in all", many, len(body)/mib, total/mib)
 	if total > 16*mib {
-		t.Errorf("%d requests refused for the budget allocated %d MiB; want their bodies unread (under 16 MiB)", many, total/mib)
+		t.Errorf("%d requests refused for want of body memory allocated %d MiB; want their bodies unread (under 16 MiB)", many, total/mib)
 	}
 
 	for _, c := range held {
@@ -96,7 +96,7 @@ func TestRequestsBeyondTheMemoryBudgetAre503WithoutReadingThem(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after the budget was given back: %v %v; want 201", resp, err)
+			t.Fatalf("after the body memory was given back: %v %v; want 201", resp, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
