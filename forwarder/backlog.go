@@ -78,7 +78,7 @@ func (g *backlogGauges) runOnce(ctx context.Context) {
 		if !fresh {
 			sctx, cancel := context.WithTimeout(ctx, redisTimeout)
 			var err error
-			st, err = g.q.Stats(sctx, g.topics[k.topic].Topic, k.slot)
+			st, err = g.q.Backlog(sctx, g.topics[k.topic].Topic, k.slot)
 			cancel()
 			if err != nil {
 				g.stats.mark(k)
@@ -135,7 +135,7 @@ func (g *backlogGauges) probePaused(ctx context.Context, per []backlog) bool {
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, redisTimeout)
-		st, err := g.q.Stats(sctx, t.Topic, 0)
+		st, err := g.q.Backlog(sctx, t.Topic, 0)
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {

@@ -190,7 +190,11 @@ func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *bac
 	s.alarm.reset()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
 	before := time.Now()
-	c, err := s.q.ClaimAhead(cctx, s.topic.Topic, s.slot, limit, s.cfg.Lease, s.lookAhead())
+	// The scanner sleeps at most its poll interval: the claim need not
+	// look for the next score any further (queue.ClaimOptions.NextWithin).
+	c, err := s.q.ClaimWith(cctx, s.topic.Topic, s.slot, queue.ClaimOptions{
+		Limit: limit, Lease: s.cfg.Lease, Ahead: s.lookAhead(), NextWithin: s.pollInterval(),
+	})
 	after := time.Now()
 	cancel()
 	if err != nil {

@@ -110,7 +110,7 @@ func (f *Forwarder) knownTopics(ctx context.Context) ([]queue.Topic, error) {
 func (f *Forwarder) dueOf(ctx context.Context, t queue.Topic) (int64, error) {
 	var n int64
 	for slot := range t.SlotCount() {
-		st, err := f.q.Stats(ctx, t, slot)
+		st, err := f.q.Backlog(ctx, t, slot)
 		if err != nil {
 			return 0, err
 		}

@@ -33,9 +33,10 @@ func (c Claimed) DueTime() time.Time { return MillisTime(c.Due) }
 type Claim struct {
 	// Now is Redis's TIME when the claim ran.
 	Now time.Time
-	// Next is the lowest score left in the scheduled set, valid when
-	// HasNext. A claim that took limit members reports none: more may be
-	// due, claim again.
+	// Next is the lowest score left in the scheduled set, rounded up to
+	// the millisecond, valid when HasNext (+Inf when that score is +inf).
+	// A claim that took limit members reports none: more may be due, claim
+	// again; nor does one whose lowest score is beyond its NextWithin.
 	Next    float64
 	HasNext bool
 	// Paused reports that the topic is paused (see Pause): nothing was
@@ -61,13 +62,16 @@ const claimChunk = 256
 // ARGV[2] -> lease, ms
 // ARGV[3] -> "1" when the topic's members are envelopes
 // ARGV[4] -> look-ahead, ms (absent: 0)
+// ARGV[5] -> how far past the look-ahead to look for next, ms (absent: 0)
 //
 // Returns {now, next, paused, dead, m1, due1, attempts1, score1, m2, …,
 // ticks}: now
 // is Redis's time (ms, with its microseconds as a fraction, so the scanner
 // can sleep until the next due time to the microsecond), next is the lowest
-// score left in the scheduled set ("" when empty, and when the claim took
-// limit members: then more may be due, claim again), due is the original due
+// score left in the scheduled set, rounded up to the millisecond and found
+// from counts, never by reading the head (firstScoreLua): "" when none is
+// within ARGV[5] after the horizon, and when the claim took limit members
+// (then more may be due, claim again), "inf" when the lowest is +inf; due is the original due
 // time (kept from the first claim through retries and reaps), attempts the
 // failed attempts so far, score the member's score when claimed, paused "1"
 // when the slot's paused key exists: then nothing is claimed and next is ""
@@ -87,22 +91,23 @@ const claimChunk = 256
 // passed on Redis's clock, never publishing one early. Their lease counts
 // from now + look-ahead, so it covers the hold.
 //
-// When nothing is due it only reads the first score: an idle slot costs one
-// command besides TIME and the pause check. Otherwise the records of the
+// When nothing is due it only counts: an idle slot costs one ZCOUNT besides
+// TIME and the pause check, and two per doubling of the distance to the
+// next score within ARGV[5]. Otherwise the records of the
 // claimed members are read and written with one variadic command per chunk
 // (claimChunk). Attempts are looked up only for members that have a due
 // record (were claimed before): a member that failed keeps its due record
 // until it is settled for good, so a first claim costs no attempts lookup.
-var claimScript = drainScript(nowLua, idsLua, buryLua, recurLua, tickLua, fmt.Sprintf("local chunk = %d\n", claimChunk), leaseClaimedLua, `
+var claimScript = drainScript(nowLua, idsLua, buryLua, recurLua, tickLua, firstScoreLua, fmt.Sprintf("local chunk = %d\n", claimChunk), leaseClaimedLua, `
 local out = {string.format('%.3f', tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000), '', '0', '0'}
 if redis.call('HLEN', paused) > 0 then
   out[3] = '1'
   return out
 end
 local horizon = now + math.max(tonumber(ARGV[4] or '0') or 0, 0)
-local head = redis.call('ZRANGE', sched, 0, 0, 'WITHSCORES')
-if not head[2] or tonumber(head[2]) > horizon then
-  if head[2] then out[2] = head[2] end
+local within = tonumber(ARGV[5] or '') or 0
+if zc(sched, horizon) == 0 then
+  out[2] = first_above(sched, horizon, within, 0) or ''
   return out
 end
 local limit = tonumber(ARGV[1])
@@ -127,8 +132,7 @@ if n > 0 then
   lease_claimed(ms, ss, deadline, out, ticks)
 end
 if n < limit then
-  local nxt = redis.call('ZRANGE', sched, 0, 0, 'WITHSCORES')
-  if nxt[2] then out[2] = nxt[2] end
+  out[2] = first_above(sched, horizon, within, 0) or ''
 end
 if #ticks > 0 then out[#out + 1] = table.concat(ticks, ',') end
 return out
@@ -146,7 +150,7 @@ const (
 // Claim moves up to limit due members of one slot to the in-flight set with a
 // lease, in score order.
 func (q *Queue) Claim(ctx context.Context, t Topic, slot, limit int, lease time.Duration) (Claim, error) {
-	return q.ClaimAhead(ctx, t, slot, limit, lease, 0)
+	return q.ClaimWith(ctx, t, slot, ClaimOptions{Limit: limit, Lease: lease})
 }
 
 // ClaimAhead is Claim that also takes the members falling due within ahead
@@ -155,13 +159,35 @@ func (q *Queue) Claim(ctx context.Context, t Topic, slot, limit int, lease time.
 // passed on Redis's clock (see Claim.Now) and never publishes it earlier.
 // The lease counts from now + ahead, so it covers the hold.
 func (q *Queue) ClaimAhead(ctx context.Context, t Topic, slot, limit int, lease, ahead time.Duration) (Claim, error) {
+	return q.ClaimWith(ctx, t, slot, ClaimOptions{Limit: limit, Lease: lease, Ahead: ahead})
+}
+
+// ClaimOptions says what one claim takes and how far it looks.
+type ClaimOptions struct {
+	Limit int           // most members to claim
+	Lease time.Duration // each claimed member's lease, from now + Ahead
+	Ahead time.Duration // the look-ahead (see ClaimAhead)
+	// NextWithin bounds how far past now + Ahead the claim looks for
+	// Claim.Next (0: an hour). Finding it costs two ZCOUNTs per doubling
+	// of the distance, never a read of the member; a scanner that sleeps
+	// at most its poll interval passes that interval.
+	NextWithin time.Duration
+}
+
+// ClaimWith is ClaimAhead with every option spelled out: Claim.HasNext is
+// false when the scheduled set's lowest score is beyond o.NextWithin.
+func (q *Queue) ClaimWith(ctx context.Context, t Topic, slot int, o ClaimOptions) (Claim, error) {
 	k := t.Keys(slot)
 	script := claimScript
 	if t.Fair {
 		script = fairClaimScript
 	}
+	within := o.NextWithin
+	if within <= 0 {
+		within = defaultNextWithin
+	}
 	res, err := script.Run(ctx, q.rdb, slotKeys(k),
-		limit, lease.Milliseconds(), flag(t.envelope()), max(ahead.Milliseconds(), 0)).StringSlice()
+		o.Limit, o.Lease.Milliseconds(), flag(t.envelope()), max(o.Ahead.Milliseconds(), 0), max(within.Milliseconds(), 1)).StringSlice()
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim %s: %w", k.Scheduled, err)
 	}

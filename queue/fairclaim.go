@@ -18,8 +18,10 @@ import "fmt"
 const fairTakeLua = `
 local function fair_take(limit, horizon)
   local hs = string.format('%.0f', horizon)
-  local head = redis.call('ZRANGE', sched, 0, 0, 'WITHSCORES')
-  if head[2] and fnum(head[2]) <= horizon then fair_add(head[1], head[2]) end
+  if zc(sched, horizon) > 0 then
+    local head = redis.call('ZRANGE', sched, 0, 0, 'WITHSCORES')
+    fair_add(head[1], head[2])
+  end
   local due = redis.call('ZRANGEBYSCORE', fwait, '-inf', hs, 'LIMIT', 0, math.min(limit, 1000))
   if #due > 0 then
     local seq, add = ftail(), {}
@@ -102,7 +104,7 @@ end
 // so ordering the batch by score keeps that order; the forwarder hands a
 // claim ahead over by score). next is "" while fair_take says to claim
 // again, else the scheduled set's lowest score.
-var fairClaimScript = drainScript(nowLua, idsLua, buryLua, recurLua, tickLua, fairLua, fairTakeLua,
+var fairClaimScript = drainScript(nowLua, idsLua, buryLua, recurLua, tickLua, fairLua, firstScoreLua, fairTakeLua,
 	fmt.Sprintf("local chunk = %d\n", claimChunk), leaseClaimedLua, `
 local out = {string.format('%.3f', tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000), '', '0', '0'}
 if redis.call('HLEN', paused) > 0 then
@@ -110,6 +112,7 @@ if redis.call('HLEN', paused) > 0 then
   return out
 end
 local horizon = now + math.max(tonumber(ARGV[4] or '0') or 0, 0)
+local within = tonumber(ARGV[5] or '') or 0
 local limit = tonumber(ARGV[1])
 local deadline = horizon + tonumber(ARGV[2])
 local envelopes = ARGV[3] == '1'
@@ -135,8 +138,7 @@ out[4] = tostring(buried)
 local ticks = {}
 lease_claimed(ms, ss, deadline, out, ticks)
 if not again and #items / 2 < limit then
-  local nxt = redis.call('ZRANGE', sched, 0, 0, 'WITHSCORES')
-  if nxt[2] then out[2] = nxt[2] end
+  out[2] = first_above(sched, horizon, within, zc(sched, horizon)) or ''
 end
 if #ticks > 0 then out[#out + 1] = table.concat(ticks, ',') end
 return out

@@ -68,7 +68,7 @@ const (
 //
 // Returns {reaped, next cursor, swept, dead, now, earliest lease deadline left
 // in flight or ""}.
-var reapScript = drainScript(nowLua, idsLua, buryLua, forgetLua, fmt.Sprintf("local sweepSeen, sweepChecks = %d, %d\n", sweepSeen, sweepChecks), `
+var reapScript = drainScript(nowLua, idsLua, buryLua, forgetLua, firstScoreLua, fmt.Sprintf("local sweepSeen, sweepChecks = %d, %d\n", sweepSeen, sweepChecks), `
 local limit = tonumber(ARGV[1])
 local nowstr = string.format('%.0f', now)
 local expired = redis.call('ZRANGEBYSCORE', inflight, '-inf', nowstr, 'LIMIT', 0, limit)
@@ -95,7 +95,12 @@ if ARGV[3] == 'idx' then
       local n = needle(id)
       seen = seen + 1
       if n and legacy(v) then checks = checks + 1 end
-      if not n or not seekid(id, v, n) then
+      -- An exact entry stands while a member is at its score: the sweep
+      -- reads no member to tell whose it is (a large one would cost its
+      -- size each sweep); a stale one sharing a live member's score goes
+      -- once that member has left.
+      local standing = n and not legacy(v) and redis.call('ZCOUNT', sched, v, v) > 0
+      if not standing and (not n or not seekid(id, v, n)) then
         if n then checks = checks + 1 end
         if not n or not flying(n) then
           redis.call('HDEL', key, id)
@@ -145,8 +150,9 @@ for _, m in ipairs(inf) do
   redis.call('ZREM', sched, m)
   bury(m, 'due time +inf can never be honoured', envelopes and idof(m) or '', 'inf')
 end
-local head = redis.call('ZRANGE', inflight, 0, 0, 'WITHSCORES')
-return {#expired, scan[1], swept, #inf, nowstr, head[2] or ''}
+local head = nowstr
+if redis.call('ZCOUNT', inflight, '-inf', nowstr) == 0 then head = first_above(inflight, now, `+firstScoreReach+`, 0) or '' end
+return {#expired, scan[1], swept, #inf, nowstr, head}
 `)
 
 // Reap returns up to limit expired leases of one slot to the scheduled set and

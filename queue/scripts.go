@@ -148,8 +148,10 @@ local function holds(v, s)
   return legacy(v) and n ~= nil and n >= 0 and n < 9007199254740992 and n == math.floor(n) and tonumber(v) == n % wrap
 end
 local function seekz(key, s, n)
+  local at = redis.call('ZCOUNT', key, s, s)
+  if at == 0 then return nil end -- nothing at s: no member is read
   local lo = redis.call('ZCOUNT', key, '-inf', '(' .. s)
-  local hi = lo + redis.call('ZCOUNT', key, s, s)
+  local hi = lo + at
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
     if before(redis.call('ZRANGE', key, mid, mid)[1], n) then lo = mid + 1 else hi = mid end

@@ -48,31 +48,28 @@ const retryingSample = 1000
 //
 // KEYS -> slotKeys
 // ARGV[1] -> most :attempts records to look at for the retrying count
+// ARGV[2] -> "0" to leave next due out (absent: it is found)
 //
 // Returns {now, scheduled, overdue, inflight, dead, next due or "", oldest
 // overdue or "", retrying, 1 when retrying is exact else 0, recurrences,
 // fair keys, dedup ids, paused since or nil, pause reason or nil}.
+//
+// The due times are found from counts (firstScoreLua), to the millisecond
+// rounded up: a slot whose head is a large message costs what any other
+// does.
 //
 // Retrying: HLEN of :attempts alone would also count members in flight again
 // and records left by a producer's cancel until the reaper sweeps them, so
 // each record's member is looked up in the scheduled set: all of them when
 // there are at most ARGV[1], else a random sample of ARGV[1] (HRANDFIELD,
 // distinct fields) whose share of hits is scaled to HLEN.
-var statsScript = slotScript(nowLua, `
+var statsScript = slotScript(nowLua, firstScoreLua, `
 local nowstr = string.format('%.0f', now)
-local first = redis.call('ZRANGE', sched, 0, 0, 'WITHSCORES')
 local overdue = redis.call('ZCOUNT', sched, '-inf', nowstr)
-local nxt = ''
 local oldest = ''
-if first[2] then
-  if overdue > 0 then
-    oldest = first[2]
-    local up = redis.call('ZRANGEBYSCORE', sched, '(' .. nowstr, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-    if up[2] then nxt = up[2] end
-  else
-    nxt = first[2]
-  end
-end
+if overdue > 0 then oldest = oldest_at(sched, now) end
+local nxt = ''
+if ARGV[2] ~= '0' then nxt = first_above(sched, now, `+firstScoreReach+`, overdue) or '' end
 local retrying, exact = 0, 1
 local n = redis.call('HLEN', attempts)
 if n > 0 then
@@ -102,14 +99,25 @@ return {nowstr, redis.call('ZCARD', sched), overdue, redis.call('ZCARD', infligh
 
 // Stats reads the backlog of one slot.
 func (q *Queue) Stats(ctx context.Context, t Topic, slot int) (SlotStats, error) {
-	s, _, err := q.stats(ctx, t.Keys(slot), slot, retryingSample)
+	s, _, err := q.stats(ctx, t.Keys(slot), slot, retryingSample, true)
+	return s, err
+}
+
+// Backlog is Stats without NextDue (left zero), what gauges read every few
+// seconds: the next due time is found by halving on counts, and on Redis
+// 7.0 each count whose range starts at a large member compares it with
+// itself (docs/architecture.md, Message size), so only an operator's
+// Stats pays for it.
+func (q *Queue) Backlog(ctx context.Context, t Topic, slot int) (SlotStats, error) {
+	s, _, err := q.stats(ctx, t.Keys(slot), slot, retryingSample, false)
 	return s, err
 }
 
 // stats runs statsScript on one slot, looking at no more than sample
-// :attempts records; exact reports whether Retrying counted them all.
-func (q *Queue) stats(ctx context.Context, k SlotKeys, slot, sample int) (s SlotStats, exact bool, err error) {
-	res, err := statsScript.Run(ctx, q.rdb, slotKeys(k), sample).Slice()
+// :attempts records, finding NextDue when next; exact reports whether
+// Retrying counted them all.
+func (q *Queue) stats(ctx context.Context, k SlotKeys, slot, sample int, next bool) (s SlotStats, exact bool, err error) {
+	res, err := statsScript.Run(ctx, q.rdb, slotKeys(k), sample, flag(next)).Slice()
 	if err != nil {
 		return SlotStats{}, false, fmt.Errorf("stats %s: %w", k.Scheduled, err)
 	}
