@@ -37,55 +37,60 @@ local function fair_take(limit, horizon)
     passes = passes - 1
     local k = redis.call('ZRANGE', fready, 0, 0)[1]
     if not k then break end
-    local q = math.max(1, math.floor(left / redis.call('ZCARD', fready)))
-    local es = redis.call('ZRANGEBYLEX', fheads, '[' .. k .. '\0', '(' .. k .. '\1', 'LIMIT', 0, q + 1)
-    if #es == 0 then
+    if redis.call('HGET', fpaused, k) then
+      -- paused (PauseKey): out of turn until ResumeKey puts it back
       redis.call('ZREM', fready, k)
-      redis.call('ZREM', fcount, k)
     else
-      local skip = #k + 1
-      local ms = {}
-      for i = 1, #es do ms[i] = string.sub(es[i], skip + 9) end
-      local ss = redis.call('ZMSCORE', sched, unpack(ms))
-      local took, tm, te, stop = 0, {}, {}, nil
-      for i = 1, #es do
-        local s = ss[i]
-        if took == q or not s or fnum(s) > horizon or string.sub(es[i], skip + 1, skip + 8) ~= ford(s) then
-          stop = i
-          break
+      local q = math.max(1, math.floor(left / redis.call('ZCARD', fready)))
+      local es = redis.call('ZRANGEBYLEX', fheads, '[' .. k .. '\0', '(' .. k .. '\1', 'LIMIT', 0, q + 1)
+      if #es == 0 then
+        redis.call('ZREM', fready, k)
+        redis.call('ZREM', fcount, k)
+      else
+        local skip = #k + 1
+        local ms = {}
+        for i = 1, #es do ms[i] = string.sub(es[i], skip + 9) end
+        local ss = redis.call('ZMSCORE', sched, unpack(ms))
+        local took, tm, te, stop = 0, {}, {}, nil
+        for i = 1, #es do
+          local s = ss[i]
+          if took == q or not s or fnum(s) > horizon or string.sub(es[i], skip + 1, skip + 8) ~= ford(s) then
+            stop = i
+            break
+          end
+          took = took + 1
+          tm[took], te[took] = ms[i], es[i]
+          out[#out + 1] = ms[i]
+          out[#out + 1] = s
         end
-        took = took + 1
-        tm[took], te[took] = ms[i], es[i]
-        out[#out + 1] = ms[i]
-        out[#out + 1] = s
-      end
-      if took > 0 then
-        redis.call('ZREM', fheads, unpack(te))
-        redis.call('ZREM', sched, unpack(tm))
-        left = left - took
-      end
-      local gone = took
-      if stop then
-        local s = ss[stop]
-        if not s then
-          redis.call('ZREM', fheads, es[stop])
-          gone = gone + 1
-        elseif string.sub(es[stop], skip + 1, skip + 8) ~= ford(s) then
-          redis.call('ZREM', fheads, es[stop])
-          gone = gone + 1
-          fair_add(ms[stop], s)
-        elseif fnum(s) > horizon then
-          redis.call('ZREM', fready, k)
-          redis.call('ZADD', fwait, s, k)
-        else
+        if took > 0 then
+          redis.call('ZREM', fheads, unpack(te))
+          redis.call('ZREM', sched, unpack(tm))
+          left = left - took
+        end
+        local gone = took
+        if stop then
+          local s = ss[stop]
+          if not s then
+            redis.call('ZREM', fheads, es[stop])
+            gone = gone + 1
+          elseif string.sub(es[stop], skip + 1, skip + 8) ~= ford(s) then
+            redis.call('ZREM', fheads, es[stop])
+            gone = gone + 1
+            fair_add(ms[stop], s)
+          elseif fnum(s) > horizon then
+            redis.call('ZREM', fready, k)
+            redis.call('ZADD', fwait, s, k)
+          else
+            redis.call('ZADD', fready, ftail(), k)
+          end
+        end
+        fair_dec(k, gone)
+        if not stop and redis.call('ZSCORE', fcount, k) then
+          -- every entry read was taken and the key has more: its next turn
+          -- finds them (or drops its stale count).
           redis.call('ZADD', fready, ftail(), k)
         end
-      end
-      fair_dec(k, gone)
-      if not stop and redis.call('ZSCORE', fcount, k) then
-        -- every entry read was taken and the key has more: its next turn
-        -- finds them (or drops its stale count).
-        redis.call('ZADD', fready, ftail(), k)
       end
     end
   end

@@ -90,10 +90,13 @@ type SlotKeys struct {
 	// due time, for keys whose head is not due; FairReady ZSET key → its
 	// turn, for keys whose head is due; FairCount ZSET key → how many
 	// messages it has scheduled. A key is in them only while it has some.
+	// FairPaused HASH key → when it was paused (Unix ms), for the keys
+	// PauseKey holds; it exists while one is.
 	FairHeads   string
 	FairWaiting string
 	FairReady   string
 	FairCount   string
+	FairPaused  string
 }
 
 // idBuckets is how many HASHes the id index of one slot spreads over: each
@@ -178,6 +181,7 @@ func (t Topic) Keys(slot int) SlotKeys {
 		FairWaiting:  base + ":fair:waiting",
 		FairReady:    base + ":fair:ready",
 		FairCount:    base + ":fair:count",
+		FairPaused:   base + ":fair:paused",
 	}
 }
 

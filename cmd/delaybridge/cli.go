@@ -172,7 +172,8 @@ func (c *cli) fail(err error) int {
 
 func usageError(err error) bool {
 	return errors.Is(err, queue.ErrInvalidEnvelope) || errors.Is(err, queue.ErrNotEnvelope) ||
-		errors.Is(err, queue.ErrBadDueTime) || errors.Is(err, queue.ErrBadSpec) || errors.Is(err, errUsage)
+		errors.Is(err, queue.ErrBadDueTime) || errors.Is(err, queue.ErrBadSpec) || errors.Is(err, errUsage) ||
+		errors.Is(err, queue.ErrNotFair)
 }
 
 // errUsage marks errors in the command line.

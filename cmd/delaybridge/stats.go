@@ -98,6 +98,10 @@ func runStats(ctx context.Context, args []string, s stdio) int {
 		if err == nil {
 			unf, err = c.unforwarded(ctx, topics)
 		}
+		var pk [][]queue.PausedKey
+		if err == nil {
+			pk, err = c.pausedKeys(ctx, topics)
+		}
 		if err != nil {
 			if *watch && ctx.Err() != nil {
 				return exitOK
@@ -107,7 +111,7 @@ func runStats(ctx context.Context, args []string, s stdio) int {
 		if redraw {
 			fmt.Fprint(s.out, "\033[H\033[2J")
 		}
-		err = writeStats(ctx, s, c, statsView{topics, all, limits, held, unf}, *asJSON, *allSlots, *watch)
+		err = writeStats(ctx, s, c, statsView{topics, all, limits, held, unf, pk}, *asJSON, *allSlots, *watch)
 		if err != nil {
 			return c.fail(fmt.Errorf("write stats: %w", err))
 		}
@@ -130,6 +134,8 @@ type statsView struct {
 	held   []heldJSON
 	// unforwarded: why a topic's messages wait for no one, by name.
 	unforwarded map[string]string
+	// pausedKeys: each topic's keys held by pause --key.
+	pausedKeys [][]queue.PausedKey
 }
 
 // writeStats prints one refresh, with Redis's memory state when it can be
@@ -144,6 +150,9 @@ func writeStats(ctx context.Context, s stdio, c *cli, v statsView, asJSON, allSl
 			if w := v.unforwarded[v.topics[i].Name]; w != "" {
 				out["topics"].([]map[string]any)[i]["unforwarded"] = w
 			}
+			if len(v.pausedKeys[i]) > 0 {
+				out["topics"].([]map[string]any)[i]["paused_keys"] = pausedKeysJSON(v.pausedKeys[i])
+			}
 		}
 		if memErr == nil {
 			out["redis"] = memoryJSON(mem)
@@ -156,6 +165,7 @@ func writeStats(ctx context.Context, s stdio, c *cli, v statsView, asJSON, allSl
 	printUnforwarded(s.out, v.topics, v.unforwarded)
 	printRecurring(s.out, v.topics, v.slots)
 	printDedupIDs(s.out, v.topics, v.slots)
+	printPausedKeys(s.out, v.topics, v.pausedKeys)
 	printLimits(s.out, v.topics, v.limits, v.held)
 	if memErr != nil {
 		return nil
@@ -270,6 +280,41 @@ func printDedupIDs(w io.Writer, topics []queue.Topic, all [][]queue.SlotStats) {
 	}
 	if len(parts) > 0 {
 		fmt.Fprintf(w, "\ndedup ids remembered (DEDUP_WINDOW): %s\n", strings.Join(parts, ", "))
+	}
+}
+
+// pausedKeys reads each fair topic's keys held by pause --key.
+func (c *cli) pausedKeys(ctx context.Context, topics []queue.Topic) ([][]queue.PausedKey, error) {
+	out := make([][]queue.PausedKey, len(topics))
+	for i, t := range topics {
+		var err error
+		if out[i], err = c.q.PausedKeys(ctx, t); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// pausedKeysJSON is what stats --json says of a topic's paused keys.
+func pausedKeysJSON(keys []queue.PausedKey) []map[string]any {
+	out := make([]map[string]any, len(keys))
+	for i, k := range keys {
+		out[i] = map[string]any{"key": k.Key, "since": jsonTime(k.Since)}
+	}
+	return out
+}
+
+// printPausedKeys lists the keys held by pause --key, per topic.
+func printPausedKeys(w io.Writer, topics []queue.Topic, keys [][]queue.PausedKey) {
+	for i, t := range topics {
+		if len(keys[i]) == 0 {
+			continue
+		}
+		parts := make([]string, len(keys[i]))
+		for j, k := range keys[i] {
+			parts[j] = printable([]byte(k.Key), 40) + " (since " + utcStamp(k.Since) + ")"
+		}
+		fmt.Fprintf(w, "\npaused keys of %s (resume %s --key KEY): %s\n", t.Name, t.Name, strings.Join(parts, ", "))
 	}
 }
 
