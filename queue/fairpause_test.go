@@ -85,4 +85,3 @@ func TestPausingAKeyNeedsAFairTopicAndAKey(t *testing.T) {
 		}
 	}
 }
-
