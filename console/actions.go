@@ -27,7 +27,7 @@ type action struct {
 
 // formFields are the fields an action reads, carried through the
 // confirmation page.
-var formFields = []string{"reason", "all", "slot", "mid", "id", "in", "at", "rid", "rate", "hold_above", "off"}
+var formFields = []string{"reason", "all", "slot", "mid", "id", "in", "at", "rid", "rate", "hold_above", "off", "key"}
 
 // errBadInput marks a request the user must change (400).
 var errBadInput = errors.New("bad input")
@@ -147,16 +147,28 @@ func actionStatus(err error) int {
 func (s *Server) actions() map[string]action {
 	return map[string]action{
 		"pause": {plan: func(_ context.Context, t queue.Topic, f url.Values) (string, error) {
+			if f.Has("key") {
+				return fmt.Sprintf("Pause key %q of %s: its messages wait, every other key goes on, until it is resumed.", f.Get("key"), t.Name), nil
+			}
 			return fmt.Sprintf("Pause %s (%s): no replica claims its messages until it is resumed.", t.Name, slots(t.SlotCount())), nil
 		}, do: func(ctx context.Context, t queue.Topic, f url.Values) (string, error) {
+			if f.Has("key") {
+				return s.pauseKey(ctx, t, f.Get("key"), true)
+			}
 			if err := s.opts.Queue.Pause(ctx, t, f.Get("reason")); err != nil {
 				return "", err
 			}
 			return fmt.Sprintf("Paused %s (%s): no replica claims its messages until it is resumed.", t.Name, slots(t.SlotCount())), nil
 		}},
-		"resume": {plan: func(_ context.Context, t queue.Topic, _ url.Values) (string, error) {
+		"resume": {plan: func(_ context.Context, t queue.Topic, f url.Values) (string, error) {
+			if f.Has("key") {
+				return fmt.Sprintf("Resume key %q of %s: its messages that fell due meanwhile are delivered at once, in order.", f.Get("key"), t.Name), nil
+			}
 			return fmt.Sprintf("Resume %s: messages that fell due meanwhile are delivered at once, in order.", t.Name), nil
-		}, do: func(ctx context.Context, t queue.Topic, _ url.Values) (string, error) {
+		}, do: func(ctx context.Context, t queue.Topic, f url.Values) (string, error) {
+			if f.Has("key") {
+				return s.pauseKey(ctx, t, f.Get("key"), false)
+			}
 			n, err := s.opts.Queue.Resume(ctx, t)
 			if err != nil {
 				return "", err
@@ -178,6 +190,31 @@ func (s *Server) actions() map[string]action {
 			return fmt.Sprintf("Remove the recurring message %s of %s: its waiting tick is dropped and no later one is delivered.", f.Get("rid"), t.Name), nil
 		}, do: s.removeRecurrence},
 	}
+}
+
+// pauseKey pauses (pause true) or resumes one key of a fair topic.
+func (s *Server) pauseKey(ctx context.Context, t queue.Topic, key string, pause bool) (string, error) {
+	if key == "" {
+		return "", fmt.Errorf("name the key: %w", errBadInput)
+	}
+	op, verb := s.opts.Queue.ResumeKey, "Resumed"
+	if pause {
+		op, verb = s.opts.Queue.PauseKey, "Paused"
+	}
+	changed, err := op(ctx, t, key)
+	if errors.Is(err, queue.ErrNotFair) {
+		return "", fmt.Errorf("%w: %w", err, errBadInput)
+	}
+	if err != nil {
+		return "", err
+	}
+	if !changed && pause {
+		return fmt.Sprintf("Key %q of %s was paused already.", key, t.Name), nil
+	}
+	if !changed {
+		return fmt.Sprintf("Key %q of %s was not paused.", key, t.Name), nil
+	}
+	return fmt.Sprintf("%s key %q of %s.", verb, key, t.Name), nil
 }
 
 func (s *Server) removeRecurrence(ctx context.Context, t queue.Topic, f url.Values) (string, error) {

@@ -37,6 +37,55 @@ type topicView struct {
 	RecurError  string
 	// FlowError is why the flow control could not be read.
 	FlowError string
+	// Fair: the topic shares its deliveries among keys; Keys are the keys
+	// with the most messages scheduled and every paused key (KeysError:
+	// why they could not be read).
+	Fair      bool
+	Keys      []keyRow
+	KeysError string
+}
+
+// keyRow is one key of a fair topic on its page.
+type keyRow struct {
+	Key       string
+	Scheduled int64 // -1: not among the top keys (a paused key)
+	Paused    bool
+	Since     time.Time
+}
+
+// topKeys is how many keys a fair topic's page lists by messages scheduled.
+const topKeys = 10
+
+// keysInto fills the keys of a fair topic: the top keys, then any paused
+// key not among them.
+func (s *Server) keysInto(ctx context.Context, t queue.Topic, v *topicView) {
+	if v.Fair = t.Fair; !t.Fair {
+		return
+	}
+	top, _, err := s.opts.Queue.TopKeys(ctx, t, topKeys)
+	if err != nil {
+		v.KeysError = err.Error()
+		return
+	}
+	paused, err := s.opts.Queue.PausedKeys(ctx, t)
+	if err != nil {
+		v.KeysError = err.Error()
+		return
+	}
+	since := map[string]time.Time{}
+	for _, p := range paused {
+		since[p.Key] = p.Since
+	}
+	for _, k := range top {
+		at, ok := since[k.Key]
+		v.Keys = append(v.Keys, keyRow{Key: k.Key, Scheduled: k.Count, Paused: ok, Since: at})
+		delete(since, k.Key)
+	}
+	for _, p := range paused {
+		if _, ok := since[p.Key]; ok {
+			v.Keys = append(v.Keys, keyRow{Key: p.Key, Scheduled: -1, Paused: true, Since: p.Since})
+		}
+	}
 }
 
 // entryRow is one listed message: named by slot and MessageID in links.
@@ -103,6 +152,7 @@ func (s *Server) topicPage(w http.ResponseWriter, r *http.Request) {
 	if v.Recurrences, err = s.opts.Queue.Recurrences(ctx, t); err != nil {
 		v.RecurError = err.Error()
 	}
+	s.keysInto(ctx, t, &v)
 	s.listInto(ctx, r, t, &v)
 	s.render(w, http.StatusOK, "topic", "layout.html", v)
 }
