@@ -159,12 +159,13 @@ type Topic struct {
 	// (queue.Topic's MaxMessageSize): MAX_MESSAGE_SIZE or the topic's own.
 	MaxMessageSize int
 	// Fair is queue.Topic's Fair: round-robin among the keys of due
-	// messages.
-	Fair bool
+	// messages; KeyRateLimit its KeyRateLimit (0: none).
+	Fair         bool
+	KeyRateLimit float64
 }
 
 // Queue is the topic's Redis data model.
 func (t Topic) Queue(prefix string) queue.Topic {
 	return queue.Topic{Name: t.Name, Prefix: prefix, Slots: t.Slots, Key: t.Key, Format: t.Format, DedupWindow: t.DedupWindow,
-		MaxMessageSize: t.MaxMessageSize, Fair: t.Fair}
+		MaxMessageSize: t.MaxMessageSize, Fair: t.Fair, KeyRateLimit: t.KeyRateLimit}
 }

@@ -81,3 +81,27 @@ func TestFair(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyRateLimitNeedsAFairTopicAndARate: KEY_RATE_LIMIT is refused, naming
+// it, on a topic that is not fair and when it is not a rate.
+func TestKeyRateLimitNeedsAFairTopicAndARate(t *testing.T) {
+	for _, tt := range []struct{ name, fair, rate, problem string }{
+		{"not fair", "false", "20", "FAIR=true"},
+		{"not a number", "true", "fast", "positive decimal"},
+		{"zero", "true", "0", "positive decimal"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			setEnv(t, map[string]string{"TOPICS": "orders", "TOPIC_ORDERS_FORMAT": "envelope", "TOPIC_ORDERS_FAIR": tt.fair, "TOPIC_ORDERS_KEY_RATE_LIMIT": tt.rate})
+			_, err := Load()
+			if err == nil {
+				t.Fatal("Load accepted it")
+			}
+			if diff := cmp.Diff([]string{Prefix + "_TOPIC_ORDERS_KEY_RATE_LIMIT"}, varsNamed(t, err)); diff != "" {
+				t.Errorf("variables named (-want +got):\n%s", diff)
+			}
+			if p := fieldErrors(t, err)[0].Problem; !strings.Contains(p, tt.problem) {
+				t.Errorf("problem %q does not say %q", p, tt.problem)
+			}
+		})
+	}
+}

@@ -140,6 +140,8 @@ type topicEnv struct {
 	DedupWindow string `envconfig:"DEDUP_WINDOW" default:"0" desc:"how long a delivered message's id stays known (a duration, at most 720h; needs FORMAT=envelope): scheduling that id again meanwhile is accepted as a duplicate and not delivered again. Costs about 50-150 bytes of Redis per id delivered in the window (docs/operations.md). 0: remember nothing"`
 
 	Fair string `envconfig:"FAIR" default:"false" desc:"fair share (needs FORMAT=envelope): among due messages each key (an envelope's key) gets its turn, round-robin, in due order within a key; messages without a key share one. Costs a second copy of each scheduled member in Redis (docs/flow-control.md)"`
+	// KeyRateLimit is read by fair (dedup.go) with FAIR.
+	KeyRateLimit string `envconfig:"KEY_RATE_LIMIT" desc:"fair topics: most deliveries per second of each key summed over every replica, a positive decimal (20, 0.5); a key over it waits alone, the others go on. Unset: unlimited. delaybridge limit TOPIC --key K overrides it per key at run time"`
 }
 
 // lookup reads the text of every variable through envconfig; it only fails on

@@ -164,6 +164,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			"TOPIC_ORDERS_DEDUP_WINDOW":       "24h",
 			"TOPIC_ORDERS_MAX_MESSAGE_SIZE":   "4096",
 			"TOPIC_ORDERS_FAIR":               "true",
+			"TOPIC_ORDERS_KEY_RATE_LIMIT":     "20",
 			"TOPIC_ORDER_EVENTS_SINK":         "amqp",
 			"TOPIC_ORDER_EVENTS_SLOTS":        "1",
 			"TOPIC_ORDER_EVENTS_KEY":          "legacy:delayqueue",
@@ -197,7 +198,7 @@ func TestLoadParsesEveryVariable(t *testing.T) {
 			MessageSize: MessageSize{Default: 2 << 20, Topics: map[string]int{"ORDERS": 4096}},
 			Topics: []Topic{{
 				Name: "orders", Var: "ORDERS", Sink: "kafka", Slots: 16, Format: queue.FormatEnvelope, MaxMessageSize: 4096,
-				RoutingKey: "orders", KafkaTopic: "orders.v1", KafkaKey: "envelope", DedupWindow: 24 * time.Hour, Fair: true,
+				RoutingKey: "orders", KafkaTopic: "orders.v1", KafkaKey: "envelope", DedupWindow: 24 * time.Hour, Fair: true, KeyRateLimit: 20,
 			}, {
 				Name: "order-events", Var: "ORDER_EVENTS", Sink: "amqp", Slots: 1, Key: "legacy:delayqueue", MaxMessageSize: 2 << 20,
 				Format: queue.FormatRaw, Exchange: "events", RoutingKey: "order.delayed", KafkaTopic: "order-events", KafkaKey: "envelope",

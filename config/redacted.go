@@ -60,6 +60,10 @@ func (c Config) values() map[string]string {
 		m[pre+"DEDUP_WINDOW"] = t.DedupWindow.String()
 		m[pre+"MAX_MESSAGE_SIZE"] = strconv.Itoa(t.MaxMessageSize)
 		m[pre+"FAIR"] = strconv.FormatBool(t.Fair)
+		m[pre+"KEY_RATE_LIMIT"] = ""
+		if t.KeyRateLimit > 0 {
+			m[pre+"KEY_RATE_LIMIT"] = strconv.FormatFloat(t.KeyRateLimit, 'f', -1, 64)
+		}
 	}
 	m["TOPICS"] = strings.Join(names, ",")
 	return m

@@ -187,7 +187,8 @@ func (q *Queue) ClaimWith(ctx context.Context, t Topic, slot int, o ClaimOptions
 		within = defaultNextWithin
 	}
 	res, err := script.Run(ctx, q.rdb, slotKeys(k),
-		o.Limit, o.Lease.Milliseconds(), flag(t.envelope()), max(o.Ahead.Milliseconds(), 0), max(within.Milliseconds(), 1)).StringSlice()
+		o.Limit, o.Lease.Milliseconds(), flag(t.envelope()), max(o.Ahead.Milliseconds(), 0), max(within.Milliseconds(), 1),
+		strconv.FormatFloat(max(t.KeyRateLimit, 0), 'f', -1, 64), t.SlotCount()).StringSlice()
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim %s: %w", k.Scheduled, err)
 	}

@@ -86,6 +86,7 @@ local function fair_dec(k, n)
     redis.call('ZREM', fcount, k)
     redis.call('ZREM', fready, k)
     redis.call('ZREM', fwait, k)
+    redis.call('HDEL', flimits, 'b:' .. k)
   end
 end
 local function fair_add(m, s)

@@ -16,6 +16,22 @@ import "fmt"
 // a message or drops an entry or moves a key out of ready, and there are at
 // most 2 × limit + 16 passes: the cost is bounded by limit.
 const fairTakeLua = `
+local function key_rate(k)
+  local v = redis.call('HGET', flimits, 'r:' .. k)
+  if not v then v = ARGV[6] end
+  local r = tonumber(v or '')
+  if not r or r <= 0 then return nil end
+  return r / 1000 / math.max(tonumber(ARGV[7] or '') or 1, 1)
+end
+local function key_tokens(k, rate)
+  local burst = math.max(1, rate * 1000)
+  local b = redis.call('HGET', flimits, 'b:' .. k)
+  if not b then return burst end
+  local t0, a0 = string.match(b, '^(%S+) (%S+)$')
+  t0, a0 = tonumber(t0), tonumber(a0)
+  if not t0 or not a0 then return burst end
+  return math.min(burst, t0 + math.max(now - a0, 0) * rate)
+end
 local function fair_take(limit, horizon)
   local hs = string.format('%.0f', horizon)
   if zc(sched, horizon) > 0 then
@@ -37,11 +53,19 @@ local function fair_take(limit, horizon)
     passes = passes - 1
     local k = redis.call('ZRANGE', fready, 0, 0)[1]
     if not k then break end
+    local rate = key_rate(k)
+    local tokens = rate and key_tokens(k, rate)
     if redis.call('HGET', fpaused, k) then
       -- paused (PauseKey): out of turn until ResumeKey puts it back
       redis.call('ZREM', fready, k)
+    elseif tokens and tokens < 1 then
+      -- over its rate: waits for its next token (after the horizon, so
+      -- the claim is not made again at once)
+      redis.call('ZREM', fready, k)
+      redis.call('ZADD', fwait, string.format('%.0f', math.max(now + math.ceil((1 - tokens) / rate), horizon + 1)), k)
     else
       local q = math.max(1, math.floor(left / redis.call('ZCARD', fready)))
+      if tokens then q = math.min(q, math.floor(tokens)) end
       local es = redis.call('ZRANGEBYLEX', fheads, '[' .. k .. '\0', '(' .. k .. '\1', 'LIMIT', 0, q + 1)
       if #es == 0 then
         redis.call('ZREM', fready, k)
@@ -67,6 +91,7 @@ local function fair_take(limit, horizon)
           redis.call('ZREM', fheads, unpack(te))
           redis.call('ZREM', sched, unpack(tm))
           left = left - took
+          if tokens then redis.call('HSET', flimits, 'b:' .. k, string.format('%.6f %.0f', tokens - took, now)) end
         end
         local gone = took
         if stop then
@@ -103,8 +128,9 @@ local function fair_take(limit, horizon)
 end
 `
 
-// fairClaimScript is claimScript for a fair topic: the same KEYS, ARGV and
-// reply, with the members chosen by fair_take instead of the lowest scores,
+// fairClaimScript is claimScript for a fair topic: the same KEYS, ARGV
+// (and ARGV[6], the topic's KeyRateLimit per second, ARGV[7] its slot
+// count) and reply, with the members chosen by fair_take instead of the lowest scores,
 // and returned in score order (within a key they are taken in due order,
 // so ordering the batch by score keeps that order; the forwarder hands a
 // claim ahead over by score). next is "" while fair_take says to claim
@@ -144,6 +170,11 @@ local ticks = {}
 lease_claimed(ms, ss, deadline, out, ticks)
 if not again and #items / 2 < limit then
   out[2] = first_above(sched, horizon, within, zc(sched, horizon)) or ''
+  -- a key over its rate waits in waiting for its next token
+  local w = redis.call('ZRANGE', fwait, 0, 0, 'WITHSCORES')
+  if w[2] and fnum(w[2]) > horizon and (out[2] == '' or fnum(w[2]) < fnum(out[2])) then
+    out[2] = string.format('%.0f', math.ceil(fnum(w[2])))
+  end
 end
 if #ticks > 0 then out[#out + 1] = table.concat(ticks, ',') end
 return out

@@ -21,7 +21,7 @@ import (
 
 // ErrNotFair: a per-key operation on a topic without fair share
 // (Topic.Fair), which keeps no state per key.
-var ErrNotFair = errors.New("the topic is not fair: pausing a key needs fair share (DELAYBRIDGE_TOPIC_<NAME>_FAIR=true)")
+var ErrNotFair = errors.New("the topic is not fair: a key's pause or rate needs fair share (DELAYBRIDGE_TOPIC_<NAME>_FAIR=true)")
 
 // maxPausedKeyLen bounds a paused key like the key of a message (the
 // envelope's key is at most that long, so a longer one names no message).
@@ -62,7 +62,7 @@ return n
 // PauseKey holds key's messages on fair topic t, in every slot, until
 // ResumeKey; it reports whether the key was not paused already.
 func (q *Queue) PauseKey(ctx context.Context, t Topic, key string) (bool, error) {
-	if err := checkPausedKey(t, key); err != nil {
+	if err := checkKeyOp(t, key); err != nil {
 		return false, err
 	}
 	n := 0
@@ -77,7 +77,7 @@ func (q *Queue) PauseKey(ctx context.Context, t Topic, key string) (bool, error)
 // ResumeKey lets key's messages on fair topic t be claimed again and wakes
 // the scanners; it reports whether the key was paused.
 func (q *Queue) ResumeKey(ctx context.Context, t Topic, key string) (bool, error) {
-	if err := checkPausedKey(t, key); err != nil {
+	if err := checkKeyOp(t, key); err != nil {
 		return false, err
 	}
 	n := 0
@@ -118,18 +118,18 @@ func (q *Queue) PausedKeys(ctx context.Context, t Topic) ([]PausedKey, error) {
 	return out, nil
 }
 
-// checkPausedKey refuses a key PauseKey cannot hold: t is not fair, or key
-// is empty (messages without a key share one turn, which pausing would
-// take from every such producer at once: pause the topic instead) or
+// checkKeyOp refuses a key no per-key operation (a pause, a rate) can
+// name: t is not fair, or key is empty (messages without a key share one
+// turn, which would hold every such producer at once: use the topic's) or
 // longer than any message's key.
-func checkPausedKey(t Topic, key string) error {
+func checkKeyOp(t Topic, key string) error {
 	switch {
 	case !t.Fair:
 		return fmt.Errorf("topic %s: %w", t.Name, ErrNotFair)
 	case key == "":
-		return fmt.Errorf("topic %s: pause a key: the key is empty", t.Name)
+		return fmt.Errorf("topic %s: the key is empty", t.Name)
 	case len(key) > maxPausedKeyLen:
-		return fmt.Errorf("topic %s: pause a key: the key is %d bytes, longer than a message's key may be (%d)", t.Name, len(key), maxPausedKeyLen)
+		return fmt.Errorf("topic %s: the key is %d bytes, longer than a message's key may be (%d)", t.Name, len(key), maxPausedKeyLen)
 	}
 	return nil
 }

@@ -58,6 +58,10 @@ type Topic struct {
 	// within each key (see docs/flow-control.md, "Fair share"). Off, the
 	// topic is claimed in score order and its fair keys are never touched.
 	Fair bool
+	// KeyRateLimit, on a fair topic, is the most deliveries per second of
+	// each key, summed over every replica (0: none): each slot gives a key
+	// KeyRateLimit / slots. SetKeyRate overrides it per key at run time.
+	KeyRateLimit float64
 }
 
 // SlotKeys are the Redis keys of one topic×slot. They share one hash tag.
@@ -91,12 +95,15 @@ type SlotKeys struct {
 	// turn, for keys whose head is due; FairCount ZSET key → how many
 	// messages it has scheduled. A key is in them only while it has some.
 	// FairPaused HASH key → when it was paused (Unix ms), for the keys
-	// PauseKey holds; it exists while one is.
+	// PauseKey holds; it exists while one is. FairLimits HASH "r:<key>" →
+	// the key's rate set at run time (SetKeyRate), "b:<key>" → its token
+	// bucket in this slot ("<tokens> <ms>", while it has messages).
 	FairHeads   string
 	FairWaiting string
 	FairReady   string
 	FairCount   string
 	FairPaused  string
+	FairLimits  string
 }
 
 // idBuckets is how many HASHes the id index of one slot spreads over: each
@@ -182,6 +189,7 @@ func (t Topic) Keys(slot int) SlotKeys {
 		FairReady:    base + ":fair:ready",
 		FairCount:    base + ":fair:count",
 		FairPaused:   base + ":fair:paused",
+		FairLimits:   base + ":fair:limits",
 	}
 }
 

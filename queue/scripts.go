@@ -30,6 +30,7 @@ import (
 // KEYS[15] -> fair ready ZSET, key -> its turn (fready)
 // KEYS[16] -> fair count ZSET, key -> messages scheduled (fcount)
 // KEYS[17] -> fair paused HASH, key -> paused since (ms) (fpaused)
+// KEYS[18] -> fair limits HASH, "r:<key>" -> rate, "b:<key>" -> bucket (flimits)
 //
 // Every script reads "now" from Redis's TIME, in whole milliseconds rounded
 // down: a score s is due when s <= now, so an integer score is never claimed
@@ -42,14 +43,14 @@ import (
 // slotKeys is the KEYS list of every slot script, in the order slotLua binds.
 func slotKeys(k SlotKeys) []string {
 	return []string{k.Scheduled, k.Inflight, k.Due, k.Attempts, k.Dead, k.DeadReason, k.IDs, k.Paused, k.DeadAttempts, k.Index, k.Recur, k.Delivered,
-		k.FairHeads, k.FairWaiting, k.FairReady, k.FairCount, k.FairPaused}
+		k.FairHeads, k.FairWaiting, k.FairReady, k.FairCount, k.FairPaused, k.FairLimits}
 }
 
 // slotLua names the keys of slotKeys.
 const slotLua = `
 local sched, inflight, dues, attempts, dead, reasons, ids, paused = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local deadatts, idx, recur, deliv = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
-local fheads, fwait, fready, fcount, fpaused = KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17]
+local fheads, fwait, fready, fcount, fpaused, flimits = KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17], KEYS[18]
 `
 
 // nowLua sets the local "now" (ms, integer-valued float) from TIME.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -24,11 +25,18 @@ limit set: the environment's limits apply again. Held messages wait in the
 scheduled set, late but never lost; pause still wins over both. Without a
 flag, limit shows what is set. stats and the console show the limits in force.
 
+With --key, on a fair topic, --rate is one key's deliveries per second over
+every replica ("none": no limit for that key), overriding the topic's
+DELAYBRIDGE_TOPIC_<NAME>_KEY_RATE_LIMIT; --off returns the key to it. A key
+over its rate waits alone: every other key goes on.
+
 Examples:
   delaybridge limit reminders --rate 300
   delaybridge limit reminders --hold-above 5000
   delaybridge limit reminders --rate none
   delaybridge limit reminders --off
+  delaybridge limit notifications --key customer-42 --rate 5
+  delaybridge limit notifications --key customer-42 --off
 `
 
 // runLimit is `delaybridge limit`.
@@ -37,6 +45,7 @@ func runLimit(ctx context.Context, args []string, s stdio) int {
 	rate := fs.String("rate", "", `deliveries per second over every replica, or "none"`)
 	hold := fs.String("hold-above", "", `ready messages in HOLD_QUEUE above which the topic holds, or "none"`)
 	off := fs.Bool("off", false, "remove the limits set at run time (the environment's apply)")
+	key := fs.String("key", "", "a fair topic: limit this key's rate only")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	pos, code, ok := parseFlags(fs, args, s)
 	if !ok {
@@ -44,6 +53,9 @@ func runLimit(ctx context.Context, args []string, s stdio) int {
 	}
 	if len(pos) != 1 {
 		return badUsage(fs, s, "want exactly one TOPIC")
+	}
+	if flagSet(fs, "key") {
+		return runLimitKey(ctx, fs, s, pos[0], *key, *rate, *hold, *off, *asJSON)
 	}
 	o, err := limitOverride(*rate, *hold)
 	if err != nil {
@@ -81,6 +93,77 @@ func runLimit(ctx context.Context, args []string, s stdio) int {
 	}
 	fmt.Fprintf(s.out, "%s: %s (every replica within 1 s; delaybridge limit %s --off returns to the environment's)\n", t.Name, describeOverride(now), t.Name)
 	return exitOK
+}
+
+// runLimitKey is limit --key: one key's rate on a fair topic.
+func runLimitKey(ctx context.Context, fs *flag.FlagSet, s stdio, topic, key, rate, hold string, off, asJSON bool) int {
+	if hold != "" {
+		return badUsage(fs, s, "--hold-above is the topic's; a key has only --rate")
+	}
+	if off && rate != "" {
+		return badUsage(fs, s, "--off cannot be given with --rate")
+	}
+	var r float64
+	if rate != "" && rate != "none" {
+		var err error
+		if r, err = strconv.ParseFloat(rate, 64); err != nil || r < flowstate.MinRate || r > 10_000_000 {
+			return badUsage(fs, s, "--rate %q: want deliveries per second of the key, from 0.001 to 10000000, or none", rate)
+		}
+	}
+	c, t, code := openTopic(fs, s, topic)
+	if c == nil {
+		return code
+	}
+	defer c.close()
+	var err error
+	switch {
+	case off:
+		err = c.q.ClearKeyRate(ctx, t, key)
+	case rate != "":
+		err = c.q.SetKeyRate(ctx, t, key, r)
+	default:
+		err = checkKeyTopic(t)
+	}
+	if err != nil {
+		return c.fail(err)
+	}
+	rates, err := c.q.KeyRates(ctx, t)
+	if err != nil {
+		return c.fail(err)
+	}
+	var now *queue.KeyRate
+	for i := range rates {
+		if rates[i].Key == key {
+			now = &rates[i]
+		}
+	}
+	switch {
+	case asJSON:
+		var v any
+		if now != nil {
+			v = now.Rate
+			if now.Rate == 0 {
+				v = "none"
+			}
+		}
+		writeJSON(s.out, map[string]any{"topic": t.Name, "key": key, "rate": v})
+	case now == nil:
+		fmt.Fprintf(s.out, "%s: key %q has no rate set at run time: the topic's KEY_RATE_LIMIT applies\n", t.Name, key)
+	case now.Rate == 0:
+		fmt.Fprintf(s.out, "%s: key %q: no rate limit (every replica, from its next claim; --key %s --off returns it to the topic's)\n", t.Name, key, key)
+	default:
+		fmt.Fprintf(s.out, "%s: key %q: rate limit %s/s over every replica (from each one's next claim; --key %s --off returns it to the topic's)\n",
+			t.Name, key, strconv.FormatFloat(now.Rate, 'f', -1, 64), key)
+	}
+	return exitOK
+}
+
+// checkKeyTopic refuses a per-key command on a topic without fair share.
+func checkKeyTopic(t queue.Topic) error {
+	if !t.Fair {
+		return fmt.Errorf("topic %s: %w", t.Name, queue.ErrNotFair)
+	}
+	return nil
 }
 
 // limitOverride parses --rate and --hold-above ("" leaves a field unset).

@@ -73,3 +73,42 @@ func TestPauseKeyHoldsOneKeyAndStatsListsIt(t *testing.T) {
 		t.Errorf("pause --key --reason: exit %d, stderr %q; want 2", code, errs)
 	}
 }
+
+// TestLimitKeySetsOneKeysRateAndStatsShowsIt: limit --key --rate sets one
+// key's rate on a fair topic (every slot), stats shows it beside the
+// topic's KEY_RATE_LIMIT, --rate none lifts it for the key, --off returns
+// the key to the topic's; --hold-above with --key is a usage error.
+func TestLimitKeySetsOneKeysRateAndStatsShowsIt(t *testing.T) {
+	e := newFairCLIEnv(t)
+	t.Setenv("DELAYBRIDGE_TOPIC_ORDERS_KEY_RATE_LIMIT", "20")
+	if out := e.mustRun("", "limit", "orders", "--key", "acme", "--rate", "5"); !strings.Contains(out, `key "acme": rate limit 5/s`) {
+		t.Errorf("limit --key --rate printed %q", out)
+	}
+	for s := range e.orders.SlotCount() {
+		if v, err := e.rdb.HGet(e.ctx, e.orders.Keys(s).FairLimits, "r:acme").Result(); err != nil || v != "5" {
+			t.Errorf("slot %d holds rate %q (%v), want 5", s, v, err)
+		}
+	}
+	out := e.mustRun("", "stats", "orders")
+	if !strings.Contains(out, "key rate limits of orders: each key 20/s, acme 5/s") {
+		t.Errorf("stats does not show the key rates:\n%s", out)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(e.mustRun("", "limit", "orders", "--key", "acme", "--rate", "none", "--json")), &res); err != nil || res["rate"] != "none" {
+		t.Errorf("limit --key --rate none --json = %v (%v)", res, err)
+	}
+	if out := e.mustRun("", "limit", "orders", "--key", "acme", "--off"); !strings.Contains(out, "no rate set at run time") {
+		t.Errorf("limit --key --off printed %q", out)
+	}
+	if rates, err := e.q.KeyRates(e.ctx, e.orders); err != nil || len(rates) != 0 {
+		t.Errorf("KeyRates after --off = %+v, %v", rates, err)
+	}
+	code, _, errs := e.run("", "limit", "orders", "--key", "acme", "--hold-above", "5")
+	if code != exitConfig || !strings.Contains(errs, "--hold-above") {
+		t.Errorf("limit --key --hold-above: exit %d, stderr %q; want 2", code, errs)
+	}
+	code, _, errs = e.run("", "limit", "legacy", "--key", "acme", "--rate", "5")
+	if code != exitConfig || !strings.Contains(errs, "_FAIR=true") {
+		t.Errorf("limit --key on a topic without fair share: exit %d, stderr %q; want 2", code, errs)
+	}
+}

@@ -99,8 +99,9 @@ func runStats(ctx context.Context, args []string, s stdio) int {
 			unf, err = c.unforwarded(ctx, topics)
 		}
 		var pk [][]queue.PausedKey
+		var kr [][]queue.KeyRate
 		if err == nil {
-			pk, err = c.pausedKeys(ctx, topics)
+			pk, kr, err = c.keyLimits(ctx, topics)
 		}
 		if err != nil {
 			if *watch && ctx.Err() != nil {
@@ -111,7 +112,7 @@ func runStats(ctx context.Context, args []string, s stdio) int {
 		if redraw {
 			fmt.Fprint(s.out, "\033[H\033[2J")
 		}
-		err = writeStats(ctx, s, c, statsView{topics, all, limits, held, unf, pk}, *asJSON, *allSlots, *watch)
+		err = writeStats(ctx, s, c, statsView{topics, all, limits, held, unf, pk, kr}, *asJSON, *allSlots, *watch)
 		if err != nil {
 			return c.fail(fmt.Errorf("write stats: %w", err))
 		}
@@ -134,8 +135,10 @@ type statsView struct {
 	held   []heldJSON
 	// unforwarded: why a topic's messages wait for no one, by name.
 	unforwarded map[string]string
-	// pausedKeys: each topic's keys held by pause --key.
+	// pausedKeys: each topic's keys held by pause --key; keyRates its
+	// keys' rates set by limit --key.
 	pausedKeys [][]queue.PausedKey
+	keyRates   [][]queue.KeyRate
 }
 
 // writeStats prints one refresh, with Redis's memory state when it can be
@@ -153,6 +156,12 @@ func writeStats(ctx context.Context, s stdio, c *cli, v statsView, asJSON, allSl
 			if len(v.pausedKeys[i]) > 0 {
 				out["topics"].([]map[string]any)[i]["paused_keys"] = pausedKeysJSON(v.pausedKeys[i])
 			}
+			if r := v.topics[i].KeyRateLimit; r > 0 {
+				out["topics"].([]map[string]any)[i]["key_rate_limit"] = r
+			}
+			if len(v.keyRates[i]) > 0 {
+				out["topics"].([]map[string]any)[i]["key_rates"] = v.keyRates[i]
+			}
 		}
 		if memErr == nil {
 			out["redis"] = memoryJSON(mem)
@@ -166,6 +175,7 @@ func writeStats(ctx context.Context, s stdio, c *cli, v statsView, asJSON, allSl
 	printRecurring(s.out, v.topics, v.slots)
 	printDedupIDs(s.out, v.topics, v.slots)
 	printPausedKeys(s.out, v.topics, v.pausedKeys)
+	printKeyRates(s.out, v.topics, v.keyRates)
 	printLimits(s.out, v.topics, v.limits, v.held)
 	if memErr != nil {
 		return nil
@@ -283,16 +293,42 @@ func printDedupIDs(w io.Writer, topics []queue.Topic, all [][]queue.SlotStats) {
 	}
 }
 
-// pausedKeys reads each fair topic's keys held by pause --key.
-func (c *cli) pausedKeys(ctx context.Context, topics []queue.Topic) ([][]queue.PausedKey, error) {
-	out := make([][]queue.PausedKey, len(topics))
+// keyLimits reads each fair topic's keys held by pause --key and the
+// rates set by limit --key.
+func (c *cli) keyLimits(ctx context.Context, topics []queue.Topic) ([][]queue.PausedKey, [][]queue.KeyRate, error) {
+	paused := make([][]queue.PausedKey, len(topics))
+	rates := make([][]queue.KeyRate, len(topics))
 	for i, t := range topics {
 		var err error
-		if out[i], err = c.q.PausedKeys(ctx, t); err != nil {
-			return nil, err
+		if paused[i], err = c.q.PausedKeys(ctx, t); err != nil {
+			return nil, nil, err
+		}
+		if rates[i], err = c.q.KeyRates(ctx, t); err != nil {
+			return nil, nil, err
 		}
 	}
-	return out, nil
+	return paused, rates, nil
+}
+
+// printKeyRates prints, per fair topic, its keys' rate limit and the keys
+// with their own.
+func printKeyRates(w io.Writer, topics []queue.Topic, rates [][]queue.KeyRate) {
+	for i, t := range topics {
+		var parts []string
+		if t.KeyRateLimit > 0 {
+			parts = append(parts, "each key "+strconv.FormatFloat(t.KeyRateLimit, 'f', -1, 64)+"/s")
+		}
+		for _, r := range rates[i] {
+			v := "none"
+			if r.Rate > 0 {
+				v = strconv.FormatFloat(r.Rate, 'f', -1, 64) + "/s"
+			}
+			parts = append(parts, printable([]byte(r.Key), 40)+" "+v)
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(w, "\nkey rate limits of %s: %s\n", t.Name, strings.Join(parts, ", "))
+		}
+	}
 }
 
 // pausedKeysJSON is what stats --json says of a topic's paused keys.
