@@ -15,7 +15,7 @@ import (
 // tick that dies writes its next tick first, so a dead tick never stops its
 // recurrence. Next ticks are computed here, from the tick and Redis's time
 // when the settler had the broker's answer about it (the gap rule: see
-// queue.Schedule.Next), not when the settlement is written: acks wait up to
+// queue.RecurSpec.Next), not when the settlement is written: acks wait up to
 // ackDelay to be grouped, and longer while Redis stalls, and a tick
 // confirmed before the next one is due must not skip it.
 

@@ -161,25 +161,25 @@ func (q *Queue) setRecurrence(ctx context.Context, t Topic, r Recurrence, now ti
 
 // encode validates r and returns the rest of its HASH value and its
 // schedule.
-func (r Recurrence) encode() (string, Schedule, error) {
+func (r Recurrence) encode() (string, RecurSpec, error) {
 	if err := CheckID(r.ID); err != nil {
-		return "", Schedule{}, err
+		return "", RecurSpec{}, err
 	}
 	if err := checkPathID(r.ID); err != nil {
-		return "", Schedule{}, err
+		return "", RecurSpec{}, err
 	}
 	if err := CheckNewZone(r.Zone); err != nil {
-		return "", Schedule{}, err
+		return "", RecurSpec{}, err
 	}
 	s, err := ParseSpec(r.Spec, r.Zone)
 	if err != nil {
-		return "", Schedule{}, err
+		return "", RecurSpec{}, err
 	}
 	m := r.Message
 	m.ID = r.ID
 	env, err := EncodeEnvelope(m)
 	if err != nil {
-		return "", Schedule{}, err
+		return "", RecurSpec{}, err
 	}
 	return strings.TrimSpace(r.Spec) + "\x00" + r.Zone + "\x00" + string(env), s, nil
 }

@@ -39,51 +39,53 @@ var ErrBadSpec = errors.New("invalid recurrence spec")
 // the recurrence, never from the spec.
 var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// Schedule is a parsed spec in its zone.
-type Schedule struct {
+// RecurSpec is a parsed recurrence spec in its zone (a cron expression or
+// @every): when a recurring message falls due. Not to be confused with
+// (*Queue).Schedule, which schedules one message.
+type RecurSpec struct {
 	every time.Duration      // "@every": > 0
 	spec  *cron.SpecSchedule // cron fields, matched on a wall clock kept in UTC
 	loc   *time.Location
 }
 
 // ParseSpec parses a recurrence's spec in the IANA zone tz ("" is UTC).
-func ParseSpec(spec, tz string) (Schedule, error) {
+func ParseSpec(spec, tz string) (RecurSpec, error) {
 	loc, err := loadZone(tz)
 	if err != nil {
-		return Schedule{}, err
+		return RecurSpec{}, err
 	}
 	s := strings.TrimSpace(spec)
 	switch {
 	case s == "":
-		return Schedule{}, fmt.Errorf("%w: spec is empty", ErrBadSpec)
+		return RecurSpec{}, fmt.Errorf("%w: spec is empty", ErrBadSpec)
 	case strings.ContainsAny(s, "\x00\n\r"):
-		return Schedule{}, fmt.Errorf("%w: spec %q holds a control character", ErrBadSpec, spec)
+		return RecurSpec{}, fmt.Errorf("%w: spec %q holds a control character", ErrBadSpec, spec)
 	case strings.HasPrefix(s, "TZ=") || strings.HasPrefix(s, "CRON_TZ="):
-		return Schedule{}, fmt.Errorf("%w: spec %q names a zone: give it as the recurrence's zone (--tz) instead", ErrBadSpec, spec)
+		return RecurSpec{}, fmt.Errorf("%w: spec %q names a zone: give it as the recurrence's zone (--tz) instead", ErrBadSpec, spec)
 	}
 	if rest, ok := strings.CutPrefix(s, "@every "); ok {
 		d, err := time.ParseDuration(strings.TrimSpace(rest))
 		if err != nil {
-			return Schedule{}, fmt.Errorf("%w: %q: %w", ErrBadSpec, spec, err)
+			return RecurSpec{}, fmt.Errorf("%w: %q: %w", ErrBadSpec, spec, err)
 		}
 		if d < MinEvery {
-			return Schedule{}, fmt.Errorf("%w: %q: the interval must be at least %s", ErrBadSpec, spec, MinEvery)
+			return RecurSpec{}, fmt.Errorf("%w: %q: the interval must be at least %s", ErrBadSpec, spec, MinEvery)
 		}
-		return Schedule{every: d, loc: loc}, nil
+		return RecurSpec{every: d, loc: loc}, nil
 	}
 	if strings.HasPrefix(s, "@every") {
-		return Schedule{}, fmt.Errorf("%w: %q: write @every DURATION, e.g. @every 5m", ErrBadSpec, spec)
+		return RecurSpec{}, fmt.Errorf("%w: %q: write @every DURATION, e.g. @every 5m", ErrBadSpec, spec)
 	}
 	parsed, err := cronParser.Parse(s)
 	if err != nil {
-		return Schedule{}, fmt.Errorf("%w: %q: %w (a cron expression of 5 fields, e.g. \"0 9 * * *\", or @every DURATION, e.g. @every 5m)", ErrBadSpec, spec, err)
+		return RecurSpec{}, fmt.Errorf("%w: %q: %w (a cron expression of 5 fields, e.g. \"0 9 * * *\", or @every DURATION, e.g. @every 5m)", ErrBadSpec, spec, err)
 	}
 	cs, ok := parsed.(*cron.SpecSchedule)
 	if !ok {
-		return Schedule{}, fmt.Errorf("%w: %q is not a cron expression", ErrBadSpec, spec)
+		return RecurSpec{}, fmt.Errorf("%w: %q is not a cron expression", ErrBadSpec, spec)
 	}
 	cs.Location = time.UTC
-	return Schedule{spec: cs, loc: loc}, nil
+	return RecurSpec{spec: cs, loc: loc}, nil
 }
 
 // CheckNewZone refuses "Local" for a recurrence being set (SetRecurrence
@@ -135,7 +137,7 @@ const maxSkipped = 10000
 // now rounded down to the second plus D (so "@every 1s" ticks on whole
 // seconds); for a cron spec, its first match after now. ok is false when the
 // spec never matches.
-func (s Schedule) First(now time.Time) (time.Time, bool) {
+func (s RecurSpec) First(now time.Time) (time.Time, bool) {
 	if s.every > 0 {
 		return now.Truncate(time.Second).Add(s.every), true
 	}
@@ -147,7 +149,7 @@ func (s Schedule) First(now time.Time) (time.Time, bool) {
 // were missed and are not replayed). skipped counts them, up to maxScan. ok
 // is false when the spec never matches again. Skipped ticks of a cron spec
 // are counted up to maxSkipped.
-func (s Schedule) Next(tick, now time.Time) (next time.Time, skipped int, ok bool) {
+func (s RecurSpec) Next(tick, now time.Time) (next time.Time, skipped int, ok bool) {
 	if s.every > 0 {
 		k := int64(1)
 		if now.After(tick) {
@@ -168,7 +170,7 @@ func (s Schedule) Next(tick, now time.Time) (next time.Time, skipped int, ok boo
 
 // after is the first instant later than t that a wall time matching the
 // cron fields maps to (see the package's rules on daylight saving).
-func (s Schedule) after(t time.Time) (time.Time, bool) {
+func (s RecurSpec) after(t time.Time) (time.Time, bool) {
 	w := wall(t.In(s.loc))
 	for i := 0; i < maxScan; i++ {
 		w = s.spec.Next(w)

@@ -40,7 +40,7 @@ func TestParseSpecRefusesBadSpecsWithAClearError(t *testing.T) {
 }
 
 // ticks lists the n ticks after from, each delivered on time.
-func ticks(t *testing.T, s Schedule, from time.Time, n int) []time.Time {
+func ticks(t *testing.T, s RecurSpec, from time.Time, n int) []time.Time {
 	t.Helper()
 	var out []time.Time
 	at := from

@@ -239,7 +239,7 @@ func (q *Queue) SettleTicksAt(ctx context.Context, t Topic, slot int, ticks []Ti
 	args := make([]any, 0, 1+tickArgs*len(ticks))
 	args = append(args, flag(confirmed))
 	skipped := make([]int, 0, len(ticks))
-	schedules := map[[2]string]Schedule{}
+	schedules := map[[2]string]RecurSpec{}
 	for _, tk := range ticks {
 		a, n, err := tickCall(tk.Member, tk.At, schedules)
 		if err != nil {
@@ -279,7 +279,7 @@ func (q *Queue) SettleTicksAt(ctx context.Context, t Topic, slot int, ticks []Ti
 // how many ticks its next tick passes over. A tick that does not parse, or
 // whose spec does not here, is settled without a next tick (its recurrence
 // "" does not exist), and the error says why: it must not hold its slot.
-func tickCall(m string, now time.Time, schedules map[[2]string]Schedule) ([]any, int, error) {
+func tickCall(m string, now time.Time, schedules map[[2]string]RecurSpec) ([]any, int, error) {
 	none := []any{m, "", "", "0", ""}
 	tk, err := parseTick(m)
 	if err != nil {
