@@ -19,10 +19,10 @@ var _ sinks.Checker = (*Sink)(nil)
 // comes from the sink's metadata cache, refreshed every two seconds, so a
 // topic created meanwhile is seen soon after.
 func (s *Sink) CheckDestination(ctx context.Context) error {
-	if !s.gate.Enter() {
+	if !s.latch.Enter() {
 		return sinks.NotConnected(sinks.ErrClosed)
 	}
-	defer s.gate.Leave()
+	defer s.latch.Leave()
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	c := &kafkago.Client{Addr: s.addr, Transport: s.transport, Timeout: pingTimeout}

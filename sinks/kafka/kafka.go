@@ -60,7 +60,7 @@ type Sink struct {
 
 	ping pingCache
 
-	gate    sinks.Gate
+	latch   sinks.Latch
 	closing context.Context // done after Close: in-flight Publish calls stop waiting
 	shut    context.CancelFunc
 	// writes counts the goroutines sending produce requests: Close waits
@@ -122,10 +122,10 @@ func New(cfg Config, log *slog.Logger) (*Sink, error) {
 // at once for all partitions: a partition whose leader does not answer
 // holds only its own records, for at most Config.WriteTimeout.
 func (s *Sink) Publish(ctx context.Context, msgs []sinks.Message) error {
-	if !s.gate.Enter() {
+	if !s.latch.Enter() {
 		return sinks.ErrClosed
 	}
-	defer s.gate.Leave()
+	defer s.latch.Leave()
 
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("publish to kafka topic %s: %w", s.cfg.Topic, err)
@@ -232,12 +232,12 @@ func (s *Sink) key(m *sinks.Message) []byte {
 // end (each within Config.WriteTimeout) and closes the connections.
 // Publish returns sinks.ErrClosed afterwards. Close is idempotent.
 func (s *Sink) Close() error {
-	if !s.gate.Shut() {
+	if !s.latch.Shut() {
 		return nil
 	}
 	s.shut()
 
-	s.gate.Wait()
+	s.latch.Wait()
 	s.writes.Wait()
 	s.transport.CloseIdleConnections()
 	return nil

@@ -36,10 +36,10 @@ type pingCache struct {
 // last second answer for them), ten per second while they do not. Its errors wrap sinks.ErrNotConnected, and sinks.ErrAuth too
 // when the brokers refuse the SASL credentials.
 func (s *Sink) Ping(ctx context.Context) error {
-	if !s.gate.Enter() {
+	if !s.latch.Enter() {
 		return sinks.NotConnected(sinks.ErrClosed)
 	}
-	defer s.gate.Leave()
+	defer s.latch.Leave()
 	s.ping.mu.Lock()
 	defer s.ping.mu.Unlock()
 	if ttl := pingTTL; !s.ping.at.IsZero() {

@@ -15,10 +15,10 @@ var _ sinks.Checker = (*Sink)(nil)
 // sinks.ErrNoDestination that names the key and its type. Redis unreachable
 // wraps sinks.ErrNotConnected.
 func (s *Sink) CheckDestination(ctx context.Context) error {
-	if !s.gate.Enter() {
+	if !s.latch.Enter() {
 		return sinks.NotConnected(sinks.ErrClosed)
 	}
-	defer s.gate.Leave()
+	defer s.latch.Leave()
 	kind, err := s.client.Type(ctx, s.cfg.Stream).Result()
 	if err != nil {
 		return sinks.NotConnected(fmt.Errorf("check redis stream %s: %w", s.cfg.Stream, err))

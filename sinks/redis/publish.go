@@ -15,10 +15,10 @@ import (
 // errors. A message over Config.MaxMessageSize fails permanently without
 // being sent; the others are appended.
 func (s *Sink) Publish(ctx context.Context, msgs []sinks.Message) error {
-	if !s.gate.Enter() {
+	if !s.latch.Enter() {
 		return s.wrap(sinks.ErrClosed)
 	}
-	defer s.gate.Leave()
+	defer s.latch.Leave()
 	if err := ctx.Err(); err != nil {
 		return s.wrap(err)
 	}

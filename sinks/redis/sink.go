@@ -46,7 +46,7 @@ type Sink struct {
 	client goredis.UniversalClient
 	owns   bool // Close closes client
 
-	gate   sinks.Gate
+	latch  sinks.Latch
 	mu     sync.Mutex
 	heldAt time.Time // when Redis last refused a write for its state
 	held   error     // that refusal
@@ -95,10 +95,10 @@ func Open(opts *goredis.UniversalOptions, cfg Config, log *slog.Logger) (*Sink, 
 // Redis refused a write for its state it reports that refusal instead.
 // Its errors wrap sinks.ErrNotConnected.
 func (s *Sink) Ping(ctx context.Context) error {
-	if !s.gate.Enter() {
+	if !s.latch.Enter() {
 		return sinks.NotConnected(sinks.ErrClosed)
 	}
-	defer s.gate.Leave()
+	defer s.latch.Leave()
 	s.mu.Lock()
 	held, at := s.held, s.heldAt
 	s.mu.Unlock()
@@ -139,11 +139,11 @@ func (s *Sink) hold(err error) {
 // it. Publish returns an error wrapping sinks.ErrClosed afterwards. Close is
 // idempotent.
 func (s *Sink) Close() error {
-	if !s.gate.Shut() {
+	if !s.latch.Shut() {
 		return nil
 	}
 
-	s.gate.Wait()
+	s.latch.Wait()
 	if s.owns {
 		if err := s.client.Close(); err != nil {
 			return fmt.Errorf("close redis client of stream %s: %w", s.cfg.Stream, err)

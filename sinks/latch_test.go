@@ -5,13 +5,13 @@ import (
 	"time"
 )
 
-func TestGateRefusesCallsAfterShutAndWaitsForThoseUnderWay(t *testing.T) {
-	var g Gate
+func TestLatchRefusesCallsAfterShutAndWaitsForThoseUnderWay(t *testing.T) {
+	var g Latch
 	if !g.Enter() {
-		t.Fatal("a new gate refused a call")
+		t.Fatal("a new latch refused a call")
 	}
 	if !g.Shut() {
-		t.Fatal("the first Shut reported the gate shut already")
+		t.Fatal("the first Shut reported the latch shut already")
 	}
 	if g.Shut() {
 		t.Error("a second Shut reported it shut the gate")

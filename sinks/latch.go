@@ -2,19 +2,19 @@ package sinks
 
 import "sync"
 
-// Gate is the lifecycle of a sink's connections: the calls that use them
+// Latch is the lifecycle of a sink's connections: the calls that use them
 // (Publish, Ping, destination checks) enter it, and Close shuts it, so no
 // call starts after Close and Close waits for those under way. The zero
 // value is open.
-type Gate struct {
+type Latch struct {
 	mu     sync.Mutex
 	closed bool
 	calls  sync.WaitGroup
 }
 
-// Enter registers a call that uses the connections; false once the gate is
+// Enter registers a call that uses the connections; false once the latch is
 // shut. The caller calls Leave when the call ends.
-func (g *Gate) Enter() bool {
+func (g *Latch) Enter() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
@@ -25,11 +25,11 @@ func (g *Gate) Enter() bool {
 }
 
 // Leave ends a call Enter registered.
-func (g *Gate) Leave() { g.calls.Done() }
+func (g *Latch) Leave() { g.calls.Done() }
 
-// Shut refuses every later Enter; false when the gate was shut already (a
+// Shut refuses every later Enter; false when the latch was shut already (a
 // second Close, which has nothing left to do).
-func (g *Gate) Shut() bool {
+func (g *Latch) Shut() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
@@ -40,4 +40,4 @@ func (g *Gate) Shut() bool {
 }
 
 // Wait waits for the calls under way to Leave.
-func (g *Gate) Wait() { g.calls.Wait() }
+func (g *Latch) Wait() { g.calls.Wait() }
