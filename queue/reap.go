@@ -51,6 +51,8 @@ const (
 // then ":<fields of that HSCAN page already looked at>" when a call stopped
 // inside a page)
 // ARGV[4] -> "1" when the topic's members are envelopes
+// ARGV[5] -> "1" when the topic is fair: a returned member is indexed
+// (fair_add) in the same call
 //
 // Members whose lease passed go back to scheduled at their original due time
 // (so they are due at once and keep their order), unless the producer
@@ -68,7 +70,7 @@ const (
 //
 // Returns {reaped, next cursor, swept, dead, now, earliest lease deadline left
 // in flight or ""}.
-var reapScript = drainScript(nowLua, idsLua, buryLua, forgetLua, firstScoreLua, fmt.Sprintf("local sweepSeen, sweepChecks = %d, %d\n", sweepSeen, sweepChecks), `
+var reapScript = drainScript(nowLua, idsLua, buryLua, forgetLua, firstScoreLua, fairLua, fmt.Sprintf("local sweepSeen, sweepChecks = %d, %d\n", sweepSeen, sweepChecks), `
 local limit = tonumber(ARGV[1])
 local nowstr = string.format('%.0f', now)
 local expired = redis.call('ZRANGEBYSCORE', inflight, '-inf', nowstr, 'LIMIT', 0, limit)
@@ -76,7 +78,9 @@ for _, m in ipairs(expired) do
   redis.call('ZREM', inflight, m)
   local due = redis.call('HGET', dues, m) or nowstr
   redis.call('ZADD', sched, 'NX', due, m)
-  if ARGV[4] == '1' then moved(m, fastid(m), redis.call('ZSCORE', sched, m)) end
+  local s = redis.call('ZSCORE', sched, m)
+  if ARGV[4] == '1' then moved(m, fastid(m), s) end
+  if ARGV[5] == '1' then fair_add(m, s) end
 end
 local swept = 0
 local scan
@@ -172,22 +176,10 @@ func (q *Queue) Reap(ctx context.Context, t Topic, slot, limit int, cursor strin
 	if rest, ok := strings.CutPrefix(cursor, idxCursor); ok {
 		phase, cursor = "idx", rest
 	}
-	var leased []string
-	if t.Fair {
-		// The members the reap may return are the lowest leases: fairIndex
-		// indexes those it put back in the scheduled set.
-		var err error
-		if leased, err = q.rdb.ZRange(ctx, k.Inflight, 0, int64(limit)-1).Result(); err != nil {
-			return ReapResult{}, fmt.Errorf("reap %s: %w", k.Inflight, err)
-		}
-	}
 	res, err := reapScript.Run(ctx, q.rdb, slotKeys(k),
-		limit, cursor, phase, flag(t.envelope())).Slice()
+		limit, cursor, phase, flag(t.envelope()), flag(t.Fair)).Slice()
 	if err != nil {
 		return ReapResult{}, fmt.Errorf("reap %s: %w", k.Inflight, err)
-	}
-	if err := q.fairIndex(ctx, t, slot, leased); err != nil {
-		return ReapResult{}, fmt.Errorf("reap: %w", err)
 	}
 	if len(res) != 6 {
 		return ReapResult{}, fmt.Errorf("reap %s: malformed reply of %d elements", k.Inflight, len(res))
