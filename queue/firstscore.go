@@ -12,7 +12,9 @@ import "time"
 //
 // Scores are found to the whole millisecond, rounded up: a scanner that
 // sleeps until the answer is never early, and a fractional due time at
-// most 1 ms late.
+// most 1 ms late (beyond 2^53 ms, where doubles skip integers, within 2 ms;
+// no front door accepts such a score, a raw ZADD may write one, and the
+// halving stops rather than loop).
 //
 // first_above(key, lo, within, base): the lowest score of key above lo (an
 // integer; base members are scored at or below it) when it is at most lo +
@@ -31,6 +33,9 @@ end
 local function halve(key, lo, hi, base)
   while hi - lo > 1 do
     local mid = math.floor((lo + hi) / 2)
+    -- past 2^53 not every integer is a double: stop where halving cannot
+    -- move (hi is then within 2 ms above the score)
+    if mid <= lo or mid >= hi then break end
     if zc(key, mid) > base then hi = mid else lo = mid end
   end
   return string.format('%.0f', hi)

@@ -39,6 +39,20 @@ func TestClaimAndStatsFindTheNextScoreFromCounts(t *testing.T) {
 			t.Errorf("stats next due of %v ms on = %v, %v", 60_000+d, st.NextDue, err)
 		}
 	}
+	// Beyond 2^53 ms doubles skip integers: the search ends (within 2 ms),
+	// it does not loop until Redis's script timeout.
+	for _, far := range []float64{1 << 53, 1<<53 + 2, 1e16, 1e300} {
+		f.rdb.Del(f.ctx, f.tp.Keys(0).Scheduled)
+		f.zadd(0, far, "beyond")
+		st, err := f.q.Stats(f.ctx, f.tp, 0)
+		if err != nil {
+			t.Fatalf("stats with a score of %v: %v", far, err)
+		}
+		if got := float64(st.NextDue.UnixMilli()); far <= 1<<53+2 && (got < far || got > far+2) {
+			t.Errorf("next due of a score of %v = %v", far, got)
+		}
+		next(0)
+	}
 	f.rdb.Del(f.ctx, f.tp.Keys(0).Scheduled)
 	f.zadd(0, math.Inf(1), "never")
 	if got, ok := next(0); !ok || !math.IsInf(got, 1) {
