@@ -45,8 +45,11 @@
 // limit, checked when a message is accepted: ErrTooLarge); fair.go (fair
 // share: the per-slot state that gives each key of a fair topic its turn,
 // and its index calls), fairclaim.go (the fair topic's claim, round-robin
-// among keys, bounded by its limit) and fairkeys.go (TopKeys: the keys with
-// the most messages scheduled, for stats --keys); served.go (which topics each live
+// among keys, bounded by its limit), fairkeys.go (TopKeys: the keys with
+// the most messages scheduled, for stats --keys), fairpause.go (PauseKey:
+// one key held while the others go on) and fairrate.go (a key's rate: a
+// token bucket per key in each slot); firstscore.go (a sorted set's lowest
+// score found from counts, never by reading a member); served.go (which topics each live
 // daemon forwards: a topic's slots are shared among those that forward it,
 // and a topic no one forwards is never silent), waiting.go
 // (topics scheduled to but registered by no daemon) and zonesuggest.go (the

@@ -79,30 +79,7 @@ func runStats(ctx context.Context, args []string, s stdio) int {
 	tick := time.NewTicker(*interval)
 	defer tick.Stop()
 	for {
-		var err error
-		all := make([][]queue.SlotStats, len(topics))
-		for i, t := range topics {
-			if all[i], err = c.q.TopicStats(ctx, t); err != nil {
-				if *watch && ctx.Err() != nil {
-					return exitOK
-				}
-				return c.fail(err)
-			}
-		}
-		limits, err := c.limitsInForce(ctx, topics)
-		var held []heldJSON
-		var unf map[string]string
-		if err == nil {
-			held, err = c.heldNow(ctx, topics)
-		}
-		if err == nil {
-			unf, err = c.unforwarded(ctx, topics)
-		}
-		var pk [][]queue.PausedKey
-		var kr [][]queue.KeyRate
-		if err == nil {
-			pk, kr, err = c.keyLimits(ctx, topics)
-		}
+		v, err := c.readStats(ctx, topics)
 		if err != nil {
 			if *watch && ctx.Err() != nil {
 				return exitOK
@@ -112,7 +89,7 @@ func runStats(ctx context.Context, args []string, s stdio) int {
 		if redraw {
 			fmt.Fprint(s.out, "\033[H\033[2J")
 		}
-		err = writeStats(ctx, s, c, statsView{topics, all, limits, held, unf, pk, kr}, *asJSON, *allSlots, *watch)
+		err = writeStats(ctx, s, c, v, *asJSON, *allSlots, *watch)
 		if err != nil {
 			return c.fail(fmt.Errorf("write stats: %w", err))
 		}
@@ -125,6 +102,28 @@ func runStats(ctx context.Context, args []string, s stdio) int {
 		case <-tick.C:
 		}
 	}
+}
+
+// readStats reads one refresh of stats.
+func (c *cli) readStats(ctx context.Context, topics []queue.Topic) (statsView, error) {
+	v := statsView{topics: topics, slots: make([][]queue.SlotStats, len(topics))}
+	var err error
+	for i, t := range topics {
+		if v.slots[i], err = c.q.TopicStats(ctx, t); err != nil {
+			return v, err
+		}
+	}
+	if v.limits, err = c.limitsInForce(ctx, topics); err != nil {
+		return v, err
+	}
+	if v.held, err = c.heldNow(ctx, topics); err != nil {
+		return v, err
+	}
+	if v.unforwarded, err = c.unforwarded(ctx, topics); err != nil {
+		return v, err
+	}
+	v.pausedKeys, v.keyRates, err = c.keyLimits(ctx, topics)
+	return v, err
 }
 
 // statsView is one refresh of stats: every topic's slots and limits.
@@ -290,67 +289,6 @@ func printDedupIDs(w io.Writer, topics []queue.Topic, all [][]queue.SlotStats) {
 	}
 	if len(parts) > 0 {
 		fmt.Fprintf(w, "\ndedup ids remembered (DEDUP_WINDOW): %s\n", strings.Join(parts, ", "))
-	}
-}
-
-// keyLimits reads each fair topic's keys held by pause --key and the
-// rates set by limit --key.
-func (c *cli) keyLimits(ctx context.Context, topics []queue.Topic) ([][]queue.PausedKey, [][]queue.KeyRate, error) {
-	paused := make([][]queue.PausedKey, len(topics))
-	rates := make([][]queue.KeyRate, len(topics))
-	for i, t := range topics {
-		var err error
-		if paused[i], err = c.q.PausedKeys(ctx, t); err != nil {
-			return nil, nil, err
-		}
-		if rates[i], err = c.q.KeyRates(ctx, t); err != nil {
-			return nil, nil, err
-		}
-	}
-	return paused, rates, nil
-}
-
-// printKeyRates prints, per fair topic, its keys' rate limit and the keys
-// with their own.
-func printKeyRates(w io.Writer, topics []queue.Topic, rates [][]queue.KeyRate) {
-	for i, t := range topics {
-		var parts []string
-		if t.KeyRateLimit > 0 {
-			parts = append(parts, "each key "+strconv.FormatFloat(t.KeyRateLimit, 'f', -1, 64)+"/s")
-		}
-		for _, r := range rates[i] {
-			v := "none"
-			if r.Rate > 0 {
-				v = strconv.FormatFloat(r.Rate, 'f', -1, 64) + "/s"
-			}
-			parts = append(parts, printable([]byte(r.Key), 40)+" "+v)
-		}
-		if len(parts) > 0 {
-			fmt.Fprintf(w, "\nkey rate limits of %s: %s\n", t.Name, strings.Join(parts, ", "))
-		}
-	}
-}
-
-// pausedKeysJSON is what stats --json says of a topic's paused keys.
-func pausedKeysJSON(keys []queue.PausedKey) []map[string]any {
-	out := make([]map[string]any, len(keys))
-	for i, k := range keys {
-		out[i] = map[string]any{"key": k.Key, "since": jsonTime(k.Since)}
-	}
-	return out
-}
-
-// printPausedKeys lists the keys held by pause --key, per topic.
-func printPausedKeys(w io.Writer, topics []queue.Topic, keys [][]queue.PausedKey) {
-	for i, t := range topics {
-		if len(keys[i]) == 0 {
-			continue
-		}
-		parts := make([]string, len(keys[i]))
-		for j, k := range keys[i] {
-			parts[j] = printable([]byte(k.Key), 40) + " (since " + utcStamp(k.Since) + ")"
-		}
-		fmt.Fprintf(w, "\npaused keys of %s (resume %s --key KEY): %s\n", t.Name, t.Name, strings.Join(parts, ", "))
 	}
 }
 

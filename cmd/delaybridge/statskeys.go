@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -82,4 +85,65 @@ func runStatsKeys(ctx context.Context, c *cli, topics []queue.Topic, top int, na
 		return c.fail(fmt.Errorf("write stats: %w", err))
 	}
 	return exitOK
+}
+
+// keyLimits reads each fair topic's keys held by pause --key and the
+// rates set by limit --key.
+func (c *cli) keyLimits(ctx context.Context, topics []queue.Topic) ([][]queue.PausedKey, [][]queue.KeyRate, error) {
+	paused := make([][]queue.PausedKey, len(topics))
+	rates := make([][]queue.KeyRate, len(topics))
+	for i, t := range topics {
+		var err error
+		if paused[i], err = c.q.PausedKeys(ctx, t); err != nil {
+			return nil, nil, err
+		}
+		if rates[i], err = c.q.KeyRates(ctx, t); err != nil {
+			return nil, nil, err
+		}
+	}
+	return paused, rates, nil
+}
+
+// printKeyRates prints, per fair topic, its keys' rate limit and the keys
+// with their own.
+func printKeyRates(w io.Writer, topics []queue.Topic, rates [][]queue.KeyRate) {
+	for i, t := range topics {
+		var parts []string
+		if t.KeyRateLimit > 0 {
+			parts = append(parts, "each key "+strconv.FormatFloat(t.KeyRateLimit, 'f', -1, 64)+"/s")
+		}
+		for _, r := range rates[i] {
+			v := "none"
+			if r.Rate > 0 {
+				v = strconv.FormatFloat(r.Rate, 'f', -1, 64) + "/s"
+			}
+			parts = append(parts, printable([]byte(r.Key), 40)+" "+v)
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(w, "\nkey rate limits of %s: %s\n", t.Name, strings.Join(parts, ", "))
+		}
+	}
+}
+
+// pausedKeysJSON is what stats --json says of a topic's paused keys.
+func pausedKeysJSON(keys []queue.PausedKey) []map[string]any {
+	out := make([]map[string]any, len(keys))
+	for i, k := range keys {
+		out[i] = map[string]any{"key": k.Key, "since": jsonTime(k.Since)}
+	}
+	return out
+}
+
+// printPausedKeys lists the keys held by pause --key, per topic.
+func printPausedKeys(w io.Writer, topics []queue.Topic, keys [][]queue.PausedKey) {
+	for i, t := range topics {
+		if len(keys[i]) == 0 {
+			continue
+		}
+		parts := make([]string, len(keys[i]))
+		for j, k := range keys[i] {
+			parts[j] = printable([]byte(k.Key), 40) + " (since " + utcStamp(k.Since) + ")"
+		}
+		fmt.Fprintf(w, "\npaused keys of %s (resume %s --key KEY): %s\n", t.Name, t.Name, strings.Join(parts, ", "))
+	}
 }
