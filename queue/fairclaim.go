@@ -59,10 +59,13 @@ local function fair_take(limit, horizon)
       -- paused (PauseKey): out of turn until ResumeKey puts it back
       redis.call('ZREM', fready, k)
     elseif tokens and tokens < 1 then
-      -- over its rate: waits for its next token (after the horizon, so
-      -- the claim is not made again at once)
+      -- over its rate: waits for its next tokens, 20 ms' worth (at least
+      -- one, at most the burst: a fast key is not claimed one message a
+      -- millisecond), after the horizon, so the claim is not made again at
+      -- once
+      local need = math.max(1, math.min(math.max(1, rate * 1000), rate * 20))
       redis.call('ZREM', fready, k)
-      redis.call('ZADD', fwait, string.format('%.0f', math.max(now + math.ceil((1 - tokens) / rate), horizon + 1)), k)
+      redis.call('ZADD', fwait, string.format('%.0f', math.max(now + math.ceil((need - tokens) / rate), horizon + 1)), k)
     else
       local q = math.max(1, math.floor(left / redis.call('ZCARD', fready)))
       if tokens then q = math.min(q, math.floor(tokens)) end
