@@ -206,7 +206,7 @@ func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *bac
 		}
 		return c, false
 	}
-	s.health.ok()
+	s.health.ok(before)
 	retry.Reset()
 	s.budget.paused = c.Paused
 	s.skew = c.Now.Sub(before.Add(after.Sub(before) / 2))

@@ -153,7 +153,7 @@ func (o *ownership) apply(ctx context.Context, b beat) time.Duration {
 		return o.every
 	}
 	o.lastOK = b.sent
-	o.health.ok()
+	o.health.ok(b.sent)
 	o.m.Replicas.Set(float64(len(b.set.Live)))
 	if key := o.forwarders(b.fw); !o.applied || !slices.EqualFunc(key, o.last, slices.Equal) {
 		gained, lost, owned := o.setLive(ctx, &b.fw)

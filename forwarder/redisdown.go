@@ -86,14 +86,17 @@ func (r *redisHealth) failed(topic, msg string, err error) {
 	}
 }
 
-// ok records a Redis call that succeeded: after failures, one INFO.
-func (r *redisHealth) ok() {
+// ok records a Redis call that succeeded, sent at started: after failures,
+// one INFO. A call sent before the first failure of the outage says
+// nothing of Redis now (its answer was on the way when a cut closed the
+// next call's connection): it ends nothing.
+func (r *redisHealth) ok(started time.Time) {
 	if !r.down.Load() {
 		return // the claim path calls it for every batch
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.downSince.IsZero() {
+	if r.downSince.IsZero() || started.Before(r.downSince) {
 		return
 	}
 	r.down.Store(false)
