@@ -20,7 +20,7 @@ import (
 // Redis spends at most 5 % of a core on them and logs no command of 10 ms
 // or more (docs/architecture.md, Message size), but for the index sweep,
 // which counts each entry's score once a sweep. Before the claim, the
-// reaper and stats learned due times from counts, each poll read the
+// index sweep and stats learned due times from counts, each poll read the
 // slot's head, copying 8 MiB through a script: about 130 ms a claim, 13 %
 // of a core. A redis-server of the test's own: the test sets its SLOWLOG.
 func TestLargeBodiesWaitingCostRedisLittle(t *testing.T) {
