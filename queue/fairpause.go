@@ -23,10 +23,6 @@ import (
 // (Topic.Fair), which keeps no state per key.
 var ErrNotFair = errors.New("the topic is not fair: a key's pause or rate needs fair share (DELAYBRIDGE_TOPIC_<NAME>_FAIR=true)")
 
-// maxPausedKeyLen bounds a paused key like the key of a message (the
-// envelope's key is at most that long, so a longer one names no message).
-const maxPausedKeyLen = MaxFairKeyLen
-
 // pauseKeyScript pauses one key in one slot.
 //
 // KEYS    -> slotKeys
@@ -128,8 +124,8 @@ func checkKeyOp(t Topic, key string) error {
 		return fmt.Errorf("topic %s: %w", t.Name, ErrNotFair)
 	case key == "":
 		return fmt.Errorf("topic %s: the key is empty", t.Name)
-	case len(key) > maxPausedKeyLen:
-		return fmt.Errorf("topic %s: the key is %d bytes, longer than a message's key may be (%d)", t.Name, len(key), maxPausedKeyLen)
+	case len(key) > MaxFairKeyLen:
+		return fmt.Errorf("topic %s: the key is %d bytes, longer than a message's key may be (%d)", t.Name, len(key), MaxFairKeyLen)
 	}
 	return nil
 }
