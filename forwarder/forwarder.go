@@ -199,7 +199,7 @@ func (f *Forwarder) buildServices() error {
 	f.ownership, errs[8] = newOwnership(ownershipConfig{Replica: opt.ReplicaID, KeyPrefix: opt.KeyPrefix,
 		Every: opt.HeartbeatInterval, TTL: opt.HeartbeatTTL, SetLive: f.setLive,
 		Scanning: func() bool { return len(f.ownedSlots()) > 0 }, Topics: f.topicNames(), Health: f.health},
-		f.q, f.m, f.log)
+		opt.HeartbeatQueue, f.m, f.log)
 	return errors.Join(errs[:]...)
 }
 

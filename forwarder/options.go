@@ -56,6 +56,11 @@ type Options struct {
 	AllSlots bool
 	// HeartbeatInterval and HeartbeatTTL drive ownership (defaults 1s, 5s).
 	HeartbeatInterval, HeartbeatTTL time.Duration
+	// HeartbeatQueue is the queue ownership heartbeats through (default
+	// Queue). Give it a client with a connection pool of its own: claims
+	// and acks queued for one of Queue's connections then never hold a
+	// heartbeat back past its TTL, which would move slots away and back.
+	HeartbeatQueue *queue.Queue
 	// BacklogInterval is how often backlog gauges are refreshed (default 10s).
 	BacklogInterval time.Duration
 	// StrandedInterval is how often slots beyond the topics' slot counts
@@ -120,6 +125,9 @@ func (o *Options) defaults() error {
 	}
 	if len(o.Topics) == 0 {
 		return errors.New("forwarder: no topics")
+	}
+	if o.HeartbeatQueue == nil {
+		o.HeartbeatQueue = o.Queue
 	}
 	for _, t := range o.Topics {
 		if t.Sink == nil {

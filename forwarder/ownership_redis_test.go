@@ -3,12 +3,15 @@ package forwarder
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
 
+	"github.com/delaybridge/delaybridge/internal/testing/redistest"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -44,6 +47,49 @@ func TestReplicaCutOffFromRedisStopsScanningWithinTTL(t *testing.T) {
 	if set, err := q.Heartbeat(context.Background(), prefix, "observer", time.Second); err != nil || len(set.Live) != 2 {
 		t.Errorf("replica set %v, %v: want a and the observer", set.Live, err)
 	}
+	if err := stop(); err != nil {
+		t.Errorf("run: %v", err)
+	}
+}
+
+// TestHeartbeatDoesNotQueueBehindTheDataPathsConnections holds the only
+// connection of Queue's pool (as claims and acks queued for one do under
+// load: half a second on two cores, past a test's 1 s TTL on CI): the
+// heartbeat goes through HeartbeatQueue's own pool, so the replica stays
+// live and keeps its slots for several TTLs.
+func TestHeartbeatDoesNotQueueBehindTheDataPathsConnections(t *testing.T) {
+	t.Parallel()
+	q, prefix := testRedis(t)
+	opt := redistest.Options(t)
+	opt.PoolSize, opt.PoolTimeout = 1, 50*time.Millisecond
+	data := redis.NewClient(opt)
+	t.Cleanup(func() { data.Close() })
+
+	topic := queue.Topic{Name: "orders", Prefix: prefix, Slots: 8}
+	m := NewMetrics(prometheus.NewRegistry())
+	const ttl = 500 * time.Millisecond
+	f, stop := startF(t, Options{
+		Queue: queue.New(data), HeartbeatQueue: q, Topics: []Topic{{topic, newRecordSink()}}, KeyPrefix: prefix,
+		ReplicaID: "a", HeartbeatInterval: 100 * time.Millisecond, HeartbeatTTL: ttl, Metrics: m,
+		ShutdownTimeout: time.Second,
+	}, watchHeartbeats)
+	owned := func() int { return ownedSlots(t, m, "orders") }
+	waitPasses(t, f.ownership.passed, 10*time.Second, "owns all 8 slots", func() bool { return owned() == 8 })
+
+	ctx := context.Background()
+	held := data.Conn()
+	if err := held.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(4 * ttl); time.Now().Before(end); time.Sleep(ttl / 5) {
+		if set, err := q.Replicas(ctx, prefix); err != nil || !slices.Contains(set.Live, "a") {
+			t.Fatalf("replica a not live while Queue's pool is held: %v, %v", set.Live, err)
+		}
+		if n := owned(); n != 8 {
+			t.Fatalf("replica a owns %d slots while Queue's pool is held, want 8", n)
+		}
+	}
+	held.Close()
 	if err := stop(); err != nil {
 		t.Errorf("run: %v", err)
 	}

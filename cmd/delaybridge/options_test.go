@@ -24,6 +24,9 @@ var notConfigured = map[string]bool{
 	// RedisHint is what the outage log says of where Redis is looked for:
 	// derived from the Redis variables (the address, the variable's name).
 	"RedisHint": true,
+	// HeartbeatQueue is Queue's Redis over a pool of its own
+	// (redisclient.NewHeartbeat).
+	"HeartbeatQueue": true,
 }
 
 // sharedFields are the forwarder options that config.Config holds under the
