@@ -48,14 +48,18 @@ local function fair_take(limit, horizon)
     redis.call('ZREM', fwait, unpack(due))
     redis.call('ZADD', fready, unpack(add))
   end
+  -- with no rate for the topic or any key and no key paused, a key's
+  -- turn reads neither hash
+  local rated = (tonumber(ARGV[6] or '') or 0) > 0 or redis.call('EXISTS', flimits) == 1
+  local held = redis.call('EXISTS', fpaused) == 1
   local out, left, passes = {}, limit, 2 * limit + 16
   while left > 0 and passes > 0 do
     passes = passes - 1
     local k = redis.call('ZRANGE', fready, 0, 0)[1]
     if not k then break end
-    local rate = key_rate(k)
+    local rate = rated and key_rate(k)
     local tokens = rate and key_tokens(k, rate)
-    if redis.call('HGET', fpaused, k) then
+    if held and redis.call('HGET', fpaused, k) then
       -- paused (PauseKey): out of turn until ResumeKey puts it back
       redis.call('ZREM', fready, k)
     elseif tokens and tokens < 1 then
