@@ -120,6 +120,48 @@ func TestFairClaimServesEveryKeyBeforeABigKeyDrains(t *testing.T) {
 	f.checkFairEmpty()
 }
 
+// TestFairClaimReturnsDueMembersInTheOrderTaken: a batch the big key's
+// backlog fills carries the small keys' messages near its front, in their
+// turns, not after every big message due before them (the forwarder
+// publishes a batch in the order returned); within a key, due order.
+func TestFairClaimReturnsDueMembersInTheOrderTaken(t *testing.T) {
+	t.Parallel()
+	f := newFairFixture(t)
+	now := f.redisNow()
+	f.scheduleItems(fairItems("big", 500, now-10_000))
+	var small []Item
+	for i := range 10 {
+		small = append(small, fairItems(fmt.Sprintf("k%02d", i), 1, now-1000)...)
+	}
+	f.scheduleItems(small)
+
+	c := f.claim(0, 100, time.Minute)
+	if len(c.Messages) != 100 {
+		t.Fatalf("claimed %d, want a full batch of 100", len(c.Messages))
+	}
+	var got []Message
+	for _, cm := range c.Messages {
+		m, err := f.tp.Decode(cm.Member)
+		if err != nil {
+			t.Fatalf("decode %q: %v", cm.Member, err)
+		}
+		got = append(got, m)
+	}
+	smalls := 0
+	for i, m := range got {
+		if m.Key != "big" {
+			smalls++
+			if i >= 20 {
+				t.Errorf("key %s is message %d of the batch, want within the first 20 (its turn)", m.Key, i+1)
+			}
+		}
+	}
+	if smalls != 10 {
+		t.Errorf("the batch holds %d small keys' messages, want all 10", smalls)
+	}
+	checkKeyOrder(t, got)
+}
+
 func TestFairClaimAloneKeyTakesWholeBatches(t *testing.T) {
 	t.Parallel()
 	f := newFairFixture(t)

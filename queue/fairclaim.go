@@ -137,10 +137,12 @@ end
 
 // fairClaimScript is claimScript for a fair topic: the same KEYS, ARGV
 // (and ARGV[6], the topic's KeyRateLimit per second, ARGV[7] its slot
-// count) and reply, with the members chosen by fair_take instead of the lowest scores,
-// and returned in score order (within a key they are taken in due order,
-// so ordering the batch by score keeps that order; the forwarder hands a
-// claim ahead over by score). next is "" while fair_take says to claim
+// count) and reply, with the members chosen by fair_take instead of the
+// lowest scores. The due ones come first in the order taken (round-robin
+// among keys, due order within a key), so a key with one due message is
+// published early in a batch another key's burst fills; those claimed ahead
+// follow in score order (the forwarder hands a claim ahead over as its
+// members fall due, in the order returned). next is "" while fair_take says to claim
 // again, else the scheduled set's lowest score.
 var fairClaimScript = drainScript(nowLua, idsLua, buryLua, recurLua, tickLua, fairLua, firstScoreLua, fairTakeLua,
 	fmt.Sprintf("local chunk = %d\n", claimChunk), leaseClaimedLua, `
@@ -155,11 +157,15 @@ local limit = tonumber(ARGV[1])
 local deadline = horizon + tonumber(ARGV[2])
 local envelopes = ARGV[3] == '1'
 local items, again = fair_take(limit, horizon)
-local order = {}
-for i = 1, #items, 2 do order[#order + 1] = i end
+-- due members keep the order taken (round-robin among keys, due order
+-- within a key); those claimed ahead follow by score
+local order, at = {}, {}
+for i = 1, #items, 2 do
+  order[#order + 1] = i
+  at[i] = math.max(fnum(items[i + 1]), now)
+end
 table.sort(order, function(a, b)
-  local x, y = fnum(items[a + 1]), fnum(items[b + 1])
-  if x ~= y then return x < y end
+  if at[a] ~= at[b] then return at[a] < at[b] end
   return a < b
 end)
 local ms, ss, buried = {}, {}, 0
