@@ -162,6 +162,39 @@ func TestFairClaimReturnsDueMembersInTheOrderTaken(t *testing.T) {
 	checkKeyOrder(t, got)
 }
 
+// TestFairClaimTakesNothingAheadWhileWhatIsDueFillsIt: a key whose message
+// falls due within the look-ahead waits for a claim that what is due does
+// not fill, as on a plain topic: claimed ahead in the middle of a backlog,
+// it would hold the slot's next claim until it fell due.
+func TestFairClaimTakesNothingAheadWhileWhatIsDueFillsIt(t *testing.T) {
+	t.Parallel()
+	f := newFairFixture(t)
+	now := f.redisNow()
+	f.scheduleItems(fairItems("big", 150, now-10_000))
+	f.scheduleItems(fairItems("soon", 1, now+30_000))
+	opts := ClaimOptions{Limit: 100, Lease: time.Minute, Ahead: time.Minute}
+	c, err := f.q.ClaimWith(f.ctx, f.tp, 0, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Messages) != 100 {
+		t.Fatalf("claimed %d, want a full batch of 100", len(c.Messages))
+	}
+	for i, m := range c.Messages {
+		if m.Score > now {
+			t.Fatalf("message %d (score %v) is claimed ahead while due ones fill the claim", i+1, m.Score)
+		}
+	}
+	// The rest of the backlog leaves room: the claim takes it and the
+	// message within the look-ahead.
+	if c, err = f.q.ClaimWith(f.ctx, f.tp, 0, opts); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Messages) != 51 {
+		t.Errorf("claimed %d, want the 50 due and the one within the look-ahead", len(c.Messages))
+	}
+}
+
 func TestFairClaimAloneKeyTakesWholeBatches(t *testing.T) {
 	t.Parallel()
 	f := newFairFixture(t)

@@ -156,7 +156,16 @@ local within = tonumber(ARGV[5] or '') or 0
 local limit = tonumber(ARGV[1])
 local deadline = horizon + tonumber(ARGV[2])
 local envelopes = ARGV[3] == '1'
-local items, again = fair_take(limit, horizon)
+-- what is due first: members due within the look-ahead are claimed ahead
+-- only when what is due leaves room, as a plain claim's score order does
+-- (a claim ahead in the middle of a backlog holds the slot's next claim
+-- until it falls due)
+local items, again = fair_take(limit, now)
+if not again and #items / 2 < limit and horizon > now then
+  local more
+  more, again = fair_take(limit - #items / 2, horizon)
+  for i = 1, #more do items[#items + 1] = more[i] end
+end
 -- due members keep the order taken (round-robin among keys, due order
 -- within a key); those claimed ahead follow by score
 local order, at = {}, {}
