@@ -29,14 +29,14 @@ type backlogGauges struct {
 // backlogConfig configures backlogGauges.
 type backlogConfig struct {
 	Topics []Topic
-	// Every is how often every owned slot is read (default 10 s); a slot
-	// acquired is read at once.
+	// Every is how often every owned slot is read (default: Defaults()'s
+	// BacklogInterval); a slot acquired is read at once.
 	Every time.Duration
 	Owned func() []slotKey
 }
 
 func newBacklogGauges(cfg backlogConfig, q *queue.Queue, m *Metrics, stats *statsCache, ks *keyspaceState) (*backlogGauges, error) {
-	every := cmp.Or(cfg.Every, 10*time.Second)
+	every := cmp.Or(cfg.Every, Defaults().BacklogInterval)
 	if every <= 0 || cfg.Owned == nil {
 		return nil, fmt.Errorf("backlog gauges: interval %s, owned slots set %t: want a positive interval and the owned slots", every, cfg.Owned != nil)
 	}

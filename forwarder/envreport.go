@@ -49,7 +49,7 @@ type envTopic struct {
 // envReporterConfig configures an envReporter.
 type envReporterConfig struct {
 	Replica string
-	// TTL is how long a report lives (default 5 s); it is renewed every
+	// TTL is how long a report lives (default: Defaults()'s HeartbeatTTL); it is renewed every
 	// half of it.
 	TTL time.Duration
 	// Topics are every topic with its environment's flow control; only
@@ -62,7 +62,7 @@ func newEnvReporter(cfg envReporterConfig, q *flowstate.Store, m *Metrics, log *
 	if cfg.Replica == "" {
 		return nil, errors.New("env reporter: no replica id")
 	}
-	r := &envReporter{q: q, m: m, log: log, replica: cfg.Replica, ttl: cmp.Or(cfg.TTL, 5*time.Second)}
+	r := &envReporter{q: q, m: m, log: log, replica: cfg.Replica, ttl: cmp.Or(cfg.TTL, Defaults().HeartbeatTTL)}
 	if r.ttl <= 0 {
 		return nil, fmt.Errorf("env reporter: ttl %s: want a positive duration", r.ttl)
 	}

@@ -55,7 +55,7 @@ type ownership struct {
 type ownershipConfig struct {
 	Replica, KeyPrefix string
 	// Every and TTL are the heartbeat's interval and time to live
-	// (defaults 1 s and 5 s); TTL must exceed Every.
+	// (default: Defaults()'s); TTL must exceed Every.
 	Every, TTL time.Duration
 	SetLive    func(ctx context.Context, fw *queue.Forwarding) (gained, lost, owned int)
 	Scanning   func() bool
@@ -67,7 +67,8 @@ type ownershipConfig struct {
 }
 
 func newOwnership(cfg ownershipConfig, q *queue.Queue, m *Metrics, log *slog.Logger) (*ownership, error) {
-	every, ttl := cmp.Or(cfg.Every, time.Second), cmp.Or(cfg.TTL, 5*time.Second)
+	d := Defaults()
+	every, ttl := cmp.Or(cfg.Every, d.HeartbeatInterval), cmp.Or(cfg.TTL, d.HeartbeatTTL)
 	switch {
 	case cfg.Replica == "" || cfg.KeyPrefix == "":
 		return nil, errors.New("ownership: no replica id or key prefix")

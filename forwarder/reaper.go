@@ -143,7 +143,7 @@ type reaper struct {
 // reaperConfig configures a reaper.
 type reaperConfig struct {
 	Topics []Topic
-	// Lease is the claims' lease (default 30 s): it sets the reaper's
+	// Lease is the claims' lease (default: Defaults()'s): it sets the reaper's
 	// grace and, while polling, its safety interval.
 	Lease time.Duration
 	// Health logs a failed reap as one of Redis's repeating failures.
@@ -151,7 +151,7 @@ type reaperConfig struct {
 }
 
 func newReaper(cfg reaperConfig, q *queue.Queue, m *Metrics, log *slog.Logger, schedule *reapSchedule, wakes *wakeups, ks *keyspaceState) (*reaper, error) {
-	lease := cmp.Or(cfg.Lease, 30*time.Second)
+	lease := cmp.Or(cfg.Lease, Defaults().Lease)
 	if lease <= 0 {
 		return nil, fmt.Errorf("reaper: lease %s: want a positive duration", lease)
 	}
