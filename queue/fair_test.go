@@ -195,6 +195,40 @@ func TestFairClaimTakesNothingAheadWhileWhatIsDueFillsIt(t *testing.T) {
 	}
 }
 
+// TestFairClaimWhoseTurnsRunOutSaysClaimAgain: a claim whose turns are
+// spent dropping stale entries (members removed by a raw ZREM) before its
+// batch is full reports a next of now, so the scanner claims again at once
+// rather than napping its poll interval (a minute with keyspace events)
+// while messages are due.
+func TestFairClaimWhoseTurnsRunOutSaysClaimAgain(t *testing.T) {
+	t.Parallel()
+	f := newFairFixture(t)
+	now := f.redisNow()
+	f.scheduleItems(fairItems("stale", 300, now-10_000))
+	if err := f.rdb.ZRemRangeByRank(f.ctx, f.tp.Keys(0).Scheduled, 0, -1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	f.scheduleItems(fairItems("live", 5, now-1000))
+	c := f.claim(0, 10, time.Minute)
+	if len(c.Messages) >= 10 {
+		t.Fatalf("claimed %d: the stale entries did not use the turns up", len(c.Messages))
+	}
+	if !c.HasNext || MillisTime(c.Next).After(c.Now) {
+		t.Fatalf("claimed %d of 10 with messages due: next %v (has %v), want now %v", len(c.Messages), MillisTime(c.Next), c.HasNext, c.Now)
+	}
+	// Claiming again as told drops the rest and takes live's 5.
+	took := len(c.Messages)
+	for range 20 {
+		if c = f.claim(0, 10, time.Minute); len(c.Messages) == 0 && (!c.HasNext || MillisTime(c.Next).After(c.Now)) {
+			break
+		}
+		took += len(c.Messages)
+	}
+	if took != 5 {
+		t.Errorf("claimed %d in all, want live's 5", took)
+	}
+}
+
 func TestFairClaimAloneKeyTakesWholeBatches(t *testing.T) {
 	t.Parallel()
 	f := newFairFixture(t)

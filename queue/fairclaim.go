@@ -142,8 +142,9 @@ end
 // among keys, due order within a key), so a key with one due message is
 // published early in a batch another key's burst fills; those claimed ahead
 // follow in score order (the forwarder hands a claim ahead over as its
-// members fall due, in the order returned). next is "" while fair_take says to claim
-// again, else the scheduled set's lowest score.
+// members fall due, in the order returned). next is "" after a full
+// batch, now when fair_take says to claim again before the batch is full
+// (its turns ran out), else the scheduled set's lowest score.
 var fairClaimScript = drainScript(nowLua, idsLua, buryLua, recurLua, tickLua, fairLua, firstScoreLua, fairTakeLua,
 	fmt.Sprintf("local chunk = %d\n", claimChunk), leaseClaimedLua, `
 local out = {string.format('%.3f', tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000), '', '0', '0'}
@@ -190,7 +191,12 @@ end
 out[4] = tostring(buried)
 local ticks = {}
 lease_claimed(ms, ss, deadline, out, ticks)
-if not again and #items / 2 < limit then
+if again and #items / 2 < limit then
+  -- the turns ran out on stale entries and moved keys before the batch
+  -- was full: more is due, claim again at once (an empty next would nap
+  -- the poll interval)
+  out[2] = string.format('%.0f', math.floor(now))
+elseif not again and #items / 2 < limit then
   out[2] = first_above(sched, horizon, within, zc(sched, horizon)) or ''
   -- a key over its rate waits in waiting for its next token
   local w = redis.call('ZRANGE', fwait, 0, 0, 'WITHSCORES')
