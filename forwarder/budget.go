@@ -40,12 +40,15 @@ type claimBudget struct {
 	in *inflight
 	// batch is the most one claim takes, most the most in flight.
 	batch, most int
-	flow        *flowTopic
-	fs          *flowstate.Store
-	health      *redisHealth
-	topic       queue.Topic
-	m           *Metrics
-	log         *slog.Logger
+	// pace, on a fair topic only, sizes the claims by the slot's drain
+	// rate (pace.go); nil: batch and most as they are.
+	pace   *pace
+	flow   *flowTopic
+	fs     *flowstate.Store
+	health *redisHealth
+	topic  queue.Topic
+	m      *Metrics
+	log    *slog.Logger
 	// owed are rate-limit permits granted and not used by the claims they
 	// were granted for: given back with the next Acquire, or by rest.
 	owed int
@@ -74,11 +77,12 @@ type permit struct {
 // when ctx ended.
 func (g *claimBudget) admit(ctx context.Context, wait, backlogged bool) (p permit, ok bool) {
 	var limit int
+	batch, most := g.sizes()
 	if wait {
-		if limit, p.epoch, ok = g.in.waitRoom(ctx, g.batch, g.most, backlogged); !ok {
+		if limit, p.epoch, ok = g.in.waitRoom(ctx, batch, most, backlogged); !ok {
 			return p, false
 		}
-	} else if limit, p.epoch = g.in.room(g.batch, g.most); ctx.Err() != nil {
+	} else if limit, p.epoch = g.in.room(batch, most); ctx.Err() != nil {
 		return p, false
 	}
 	if limit <= 0 {
@@ -88,6 +92,16 @@ func (g *claimBudget) admit(ctx context.Context, wait, backlogged bool) (p permi
 	p, ok = g.flowRoom(ctx, limit, wait)
 	p.epoch = epoch
 	return p, ok
+}
+
+// sizes are the most one claim takes and the most in flight: batch and
+// most, or on a fair topic as many batches of the paced size.
+func (g *claimBudget) sizes() (batch, most int) {
+	if g.pace == nil {
+		return g.batch, g.most
+	}
+	b := g.pace.batch(g.batch)
+	return b, g.most / g.batch * b
 }
 
 // flowRoom is admit's flow control part, a permit without its epoch: how
@@ -175,6 +189,9 @@ func (g *claimBudget) permits(ctx context.Context, want int, retry *backoff.Back
 // owed; refused is how many of them (the claim's tail) it did not grant:
 // the caller puts them back. A failed Acquire refuses them all.
 func (g *claimBudget) takeBack(ctx context.Context, p permit, took, dead int, claimed bool) (refused int) {
+	if g.pace != nil && claimed {
+		g.pace.claimed(took+dead, p.n, time.Now())
+	}
 	switch {
 	case !claimed:
 		g.flow.unclaimed(p.n)

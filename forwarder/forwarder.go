@@ -13,7 +13,8 @@
 // A scanner is a pipeline with a file per stage, in the order a batch takes
 // them: scanner.go (the scanner and its lifecycle), claim.go (claim a batch,
 // nap until the next is due, wait for the sink), budget.go (flow control's
-// answer to how many a claim may take, and what it did not use taken back),
+// answer to how many a claim may take, and what it did not use taken back;
+// pace.go sizes a fair topic's claims by the slot's drain rate),
 // ahead.go (messages claimed ahead wait until due), publish.go (prepare the
 // messages, start the publish), settle.go (await the broker's answer,
 // classify it once, write it to Redis) and recur.go (a recurrence's tick

@@ -110,7 +110,7 @@ func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 		leases: newLeases(),
 		log:    log,
 		budget: &claimBudget{in: in, batch: opt.BatchSize, most: opt.MaxInflightBatches * opt.BatchSize,
-			flow: f.flows[k.topic], fs: f.flowState, health: f.health, topic: t.Topic, m: f.m, log: log},
+			flow: f.flows[k.topic], fs: f.flowState, health: f.health, topic: t.Topic, m: f.m, log: log, pace: paceOf(t.Topic)},
 		ks:      &f.ks,
 		reaps:   f.reaps,
 		wakes:   f.wakes,
