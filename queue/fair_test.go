@@ -49,21 +49,40 @@ func (f *fixture) drain(limit int) []Message {
 		if len(c.Messages) == 0 {
 			return out
 		}
-		var ms []string
-		for _, cm := range c.Messages {
-			m, err := f.tp.Decode(cm.Member)
-			if err != nil {
-				f.t.Fatalf("decode %q: %v", cm.Member, err)
-			}
-			out = append(out, m)
-			ms = append(ms, cm.Member)
-		}
-		if _, err := f.q.Ack(f.ctx, f.tp, 0, ms); err != nil {
+		out = append(out, f.decode(c)...)
+		if _, err := f.q.Ack(f.ctx, f.tp, 0, members(c)); err != nil {
 			f.t.Fatalf("Ack: %v", err)
 		}
 	}
 	f.t.Fatal("drain never ended")
 	return nil
+}
+
+// decode decodes a claim's messages, in the order claimed.
+func (f *fixture) decode(c Claim) []Message {
+	f.t.Helper()
+	out := make([]Message, 0, len(c.Messages))
+	for _, cm := range c.Messages {
+		m, err := f.tp.Decode(cm.Member)
+		if err != nil {
+			f.t.Fatalf("decode %q: %v", cm.Member, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// scheduleBigAndSmall schedules the key "big"'s n messages, due from 10 s
+// before now, and one message each of keys k00… (small of them), due 1 s
+// before now.
+func (f *fixture) scheduleBigAndSmall(now float64, n, small int) {
+	f.t.Helper()
+	f.scheduleItems(fairItems("big", n, now-10_000))
+	var items []Item
+	for i := range small {
+		items = append(items, fairItems(fmt.Sprintf("k%02d", i), 1, now-1000)...)
+	}
+	f.scheduleItems(items)
 }
 
 // checkKeyOrder fails unless the messages of every key came in id order
@@ -95,12 +114,7 @@ func TestFairClaimServesEveryKeyBeforeABigKeyDrains(t *testing.T) {
 	f := newFairFixture(t)
 	now := f.redisNow()
 	// The big key's 2,000 fall due before any of the 20 others.
-	f.scheduleItems(fairItems("big", 2000, now-10_000))
-	var small []Item
-	for i := range 20 {
-		small = append(small, fairItems(fmt.Sprintf("k%02d", i), 1, now-1000)...)
-	}
-	f.scheduleItems(small)
+	f.scheduleBigAndSmall(now, 2000, 20)
 
 	got := f.drain(10)
 	if len(got) != 2020 {
@@ -128,25 +142,13 @@ func TestFairClaimReturnsDueMembersInTheOrderTaken(t *testing.T) {
 	t.Parallel()
 	f := newFairFixture(t)
 	now := f.redisNow()
-	f.scheduleItems(fairItems("big", 500, now-10_000))
-	var small []Item
-	for i := range 10 {
-		small = append(small, fairItems(fmt.Sprintf("k%02d", i), 1, now-1000)...)
-	}
-	f.scheduleItems(small)
+	f.scheduleBigAndSmall(now, 500, 10)
 
 	c := f.claim(0, 100, time.Minute)
 	if len(c.Messages) != 100 {
 		t.Fatalf("claimed %d, want a full batch of 100", len(c.Messages))
 	}
-	var got []Message
-	for _, cm := range c.Messages {
-		m, err := f.tp.Decode(cm.Member)
-		if err != nil {
-			t.Fatalf("decode %q: %v", cm.Member, err)
-		}
-		got = append(got, m)
-	}
+	got := f.decode(c)
 	smalls := 0
 	for i, m := range got {
 		if m.Key != "big" {

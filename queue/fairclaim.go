@@ -51,7 +51,7 @@ local function fair_take(limit, horizon)
   -- with no rate for the topic or any key and no key paused, a key's
   -- turn reads neither hash
   local rated = (tonumber(ARGV[6] or '') or 0) > 0 or redis.call('EXISTS', flimits) == 1
-  local held = redis.call('EXISTS', fpaused) == 1
+  local anypaused = redis.call('EXISTS', fpaused) == 1
   local out, left, passes = {}, limit, 2 * limit + 16
   while left > 0 and passes > 0 do
     passes = passes - 1
@@ -59,7 +59,7 @@ local function fair_take(limit, horizon)
     if not k then break end
     local rate = rated and key_rate(k)
     local tokens = rate and key_tokens(k, rate)
-    if held and redis.call('HGET', fpaused, k) then
+    if anypaused and redis.call('HGET', fpaused, k) then
       -- paused (PauseKey): out of turn until ResumeKey puts it back
       redis.call('ZREM', fready, k)
     elseif tokens and tokens < 1 then
