@@ -27,9 +27,18 @@ func Options(r config.Redis) (*redis.UniversalOptions, error) {
 
 // New connects to Redis as r describes. The caller closes the client.
 func New(r config.Redis) (redis.UniversalClient, error) {
+	return newClient(r, nil)
+}
+
+// newClient connects to Redis as r describes, with tune's changes to the
+// options (nil: none).
+func newClient(r config.Redis, tune func(*redis.UniversalOptions)) (redis.UniversalClient, error) {
 	o, err := Options(r)
 	if err != nil {
 		return nil, err
+	}
+	if tune != nil {
+		tune(o)
 	}
 	return redis.NewUniversalClient(o), nil
 }
@@ -46,12 +55,9 @@ const heartbeatPool = 2
 // heartbeat held back past its TTL moves slots away and back. The caller
 // closes the client.
 func NewHeartbeat(r config.Redis) (redis.UniversalClient, error) {
-	o, err := Options(r)
-	if err != nil {
-		return nil, err
-	}
-	o.PoolSize, o.MinIdleConns, o.MaxActiveConns = heartbeatPool, 1, heartbeatPool
-	return redis.NewUniversalClient(o), nil
+	return newClient(r, func(o *redis.UniversalOptions) {
+		o.PoolSize, o.MinIdleConns, o.MaxActiveConns = heartbeatPool, 1, heartbeatPool
+	})
 }
 
 // dialer does what go-redis's own dialer does (TCP, then TLS when

@@ -121,13 +121,15 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, tp trace.Tr
 	reg := newRegistry()
 	metrics := forwarder.NewMetrics(reg)
 
-	hb, err := redisclient.NewHeartbeat(cfg.Redis)
-	if err != nil {
-		return fmt.Errorf("redis client: %w", err)
-	}
-	defer hb.Close()
 	opt := forwarderOptions(cfg, queue.New(rdb), topics, metrics, log)
-	opt.HeartbeatQueue = queue.New(hb)
+	if !opt.AllSlots { // OWNERSHIP=all: no heartbeat
+		hb, err := redisclient.NewHeartbeat(cfg.Redis)
+		if err != nil {
+			return fmt.Errorf("redis client: %w", err)
+		}
+		defer hb.Close()
+		opt.HeartbeatQueue = queue.New(hb)
+	}
 	opt.Tracing = forwarderTracing(cfg, tp)
 	fw, err := forwarder.New(opt)
 	if err != nil {
