@@ -50,6 +50,9 @@ type redisHealth struct {
 	erred     bool      // the ERROR of this outage was written
 	announced bool      // the WARN that Redis does not answer was written
 	failures  int       // failed calls since the last success
+	// recovered is when the last outage's end was logged: failures within
+	// blipUnder of it are a connection pool still reconnecting.
+	recovered time.Time
 }
 
 func newRedisHealth(repeats *logrepeat.Log, log *slog.Logger, downAfter time.Duration) *redisHealth {
@@ -62,6 +65,13 @@ func (r *redisHealth) failed(topic, msg string, err error) {
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.downSince.IsZero() && now.Sub(r.recovered) < blipUnder {
+		// The data path and the heartbeat have pools of their own, and
+		// go-redis answers a pool's last dial error until its background
+		// dial succeeds (up to a second): the outage was over when one
+		// call succeeded, so this is no new one (the metrics count it).
+		return
+	}
 	if r.downSince.IsZero() {
 		r.downSince = now
 		r.down.Store(true)
@@ -104,6 +114,7 @@ func (r *redisHealth) ok(started time.Time) {
 	// next already succeeded) is no outage to announce the end of.
 	if down := time.Since(r.downSince); r.erred || r.announced || down >= blipUnder {
 		r.log.Info("redis reachable again", "down_for", down.Round(time.Millisecond).String(), "failed_calls", r.failures)
+		r.recovered = time.Now()
 	}
 	r.downSince, r.erred, r.announced, r.failures = time.Time{}, false, false, 0
 }
