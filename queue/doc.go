@@ -18,10 +18,9 @@
 // (wake-ups), keyspace.go (keyspace notifications a scanner can sleep on),
 // memory.go (Redis's maxmemory and policy, ErrRedisFull), replicas.go
 // (heartbeats), ownership.go (which replica owns which slot: Assign, Owner,
-// OwnedSlots), millis.go (scores and times), envelope.go, envelopebin.go (its
-// binary-safe fields), envelopescan.go (its fields found, its body spliced and decoded
-// without copies), properties.go (its AMQP properties) and message.go
-// (member formats), producer.go (the producer API's types and errors);
+// OwnedSlots), millis.go (scores and times), envelope.go (the
+// envelope codec's names, kept here from package envelope, which owns the
+// format) and message.go (member formats), producer.go (the producer API's types and errors);
 // topicname.go (CheckTopicName), registry.go (the topic registry,
 // <prefix>:topics: Layout, Topic, Topics, CheckTopic), register.go (a daemon's
 // Register), registryedit.go (an operator's SetLayout, ForgetLayout),
@@ -38,8 +37,7 @@
 // (Durability: what a write must reach before it is acknowledged, the WAIT
 // after it), replicagate.go (how many replicas count, read from INFO
 // replication, so acceptance stops rather than lies) and evalall.go (scripts
-// run in pipelines, one WAIT per pipeline and node); headerlimit.go (the
-// bound on an envelope's headers and properties that a broker's frame takes);
+// run in pipelines, one WAIT per pipeline and node);
 // dedup.go (the dedup window: acked ids remembered in a slot's delivered set,
 // so a retried schedule is a duplicate); msgsize.go (a topic's message size
 // limit, checked when a message is accepted: ErrTooLarge); fair.go (fair

@@ -4,34 +4,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-)
 
-// Message is a message as producers schedule it and the forwarder delivers
-// it: a claimed member decoded according to its topic's format.
-type Message struct {
-	// ID is the delivered message id: MessageID(member) for raw members, the
-	// envelope's id for envelopes.
-	ID string
-	// Body is what the broker receives.
-	Body []byte
-	// Headers and RoutingKey come from an envelope (empty for raw members).
-	// Both hold bytes, not only text: a Kafka record's key and header
-	// values go through unchanged.
-	Headers    map[string]string
-	RoutingKey string
-	// EmptyKey says the message has its own key and that key is empty (a
-	// Kafka record's empty key, which is not its null key); RoutingKey is
-	// then "".
-	EmptyKey bool
-	// Properties are AMQP message properties (envelopes only; see
-	// Properties).
-	Properties Properties
-	// Key names the tenant, customer or group the message belongs to
-	// (envelopes only; "" for none): a fair topic (Topic.Fair) gives each
-	// key with due messages its turn. It is delivered as the header
-	// x-delaybridge-key. See CheckKey.
-	Key string
-}
+	"github.com/delaybridge/delaybridge/envelope"
+)
 
 // Decode turns a member of t into the message to deliver. A member that does
 // not decode (an envelope topic holding something else) is an error wrapping
@@ -56,7 +31,7 @@ func (t Topic) decodePlain(member string) (Message, error) {
 	case "", FormatRaw:
 		return Message{ID: MessageID([]byte(member)), Body: []byte(member)}, nil
 	case FormatEnvelope:
-		m, err := decodeEnvelope([]byte(member), true) // a copy of its own
+		m, err := envelope.DecodeOwned([]byte(member)) // a copy of its own
 		if err != nil {
 			return Message{}, fmt.Errorf("decode member of topic %s: %w", t.Name, err)
 		}

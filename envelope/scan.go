@@ -1,4 +1,4 @@
-package queue
+package envelope
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ type topField struct{ key, value []byte }
 // topFields splits an envelope member into its top-level fields without
 // copying a value: json.Valid checks the whole text first (allocating
 // nothing), so the scan below only has to find where each value ends.
-// Errors wrap ErrInvalidEnvelope with the messages a decoder's would give.
+// Errors wrap ErrInvalid with the messages a decoder's would give.
 func topFields(member []byte) ([]topField, error) {
 	i := skipSpace(member, 0)
 	if i == len(member) || member[i] != '{' {

@@ -1,4 +1,4 @@
-package queue
+package envelope
 
 import (
 	"bytes"
@@ -32,16 +32,16 @@ func TestEnvelopeRoundTripKeepsIDBodyHeadersAndRoutingKey(t *testing.T) {
 			`{"id":"h","body":"x","headers":{"t":"text"},"headers_b64":{"b":"/wA="}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			member, err := EncodeEnvelope(tc.m)
+			member, err := Encode(tc.m)
 			if err != nil {
-				t.Fatalf("EncodeEnvelope: %v", err)
+				t.Fatalf("Encode: %v", err)
 			}
 			if tc.want != "" && string(member) != tc.want {
 				t.Errorf("member\n got %s\nwant %s", member, tc.want)
 			}
-			got, err := DecodeEnvelope(member)
+			got, err := Decode(member)
 			if err != nil {
-				t.Fatalf("DecodeEnvelope(%s): %v", member, err)
+				t.Fatalf("Decode(%s): %v", member, err)
 			}
 			want := tc.m
 			if want.Body == nil {
@@ -50,7 +50,7 @@ func TestEnvelopeRoundTripKeepsIDBodyHeadersAndRoutingKey(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("round trip (-want +got):\n%s", diff)
 			}
-			again, _ := EncodeEnvelope(got)
+			again, _ := Encode(got)
 			if !bytes.Equal(again, member) {
 				t.Errorf("encoding is not deterministic: %s then %s", member, again)
 			}
@@ -72,13 +72,13 @@ func TestDecodeEnvelopeBodyForms(t *testing.T) {
 		{`{"id":"a","body":null,"body_b64":"aGk="}`, `hi`},
 		{` { "id" : "a" , "headers" : null , "routing_key" : null } `, ``},
 	} {
-		m, err := DecodeEnvelope([]byte(tc.member))
+		m, err := Decode([]byte(tc.member))
 		if err != nil {
-			t.Errorf("DecodeEnvelope(%s): %v", tc.member, err)
+			t.Errorf("Decode(%s): %v", tc.member, err)
 			continue
 		}
 		if string(m.Body) != tc.body {
-			t.Errorf("DecodeEnvelope(%s) body %q, want %q", tc.member, m.Body, tc.body)
+			t.Errorf("Decode(%s) body %q, want %q", tc.member, m.Body, tc.body)
 		}
 	}
 }
@@ -96,18 +96,18 @@ func TestDecodeEnvelopeStringBodyWithAndWithoutEscapes(t *testing.T) {
 		{`"/ and \/"`, "/ and /"},
 	} {
 		member := `{"id":"a","body":` + tc.literal + `}`
-		m, err := DecodeEnvelope([]byte(member))
+		m, err := Decode([]byte(member))
 		if err != nil {
-			t.Errorf("DecodeEnvelope(%s): %v", member, err)
+			t.Errorf("Decode(%s): %v", member, err)
 			continue
 		}
 		if string(m.Body) != tc.body {
-			t.Errorf("DecodeEnvelope(%s) body %q, want %q", member, m.Body, tc.body)
+			t.Errorf("Decode(%s) body %q, want %q", member, m.Body, tc.body)
 		}
 	}
 }
 
-// bigBodyAllocs bounds the bytes DecodeEnvelope allocates for a large
+// bigBodyAllocs bounds the bytes Decode allocates for a large
 // string body, as a multiple of the member: the decoder's buffer grows by
 // doubling (about 4x in all) and the body is taken from its own copy of the
 // literal. Unescaping it through a string and copying that again, as the
@@ -117,13 +117,13 @@ const bigBodyAllocs = 6
 
 func TestDecodeEnvelopeOfALargeBodyCopiesItFewTimes(t *testing.T) {
 	body := strings.Repeat("q", 8<<20)
-	member, err := EncodeEnvelope(Message{ID: "big", Body: []byte(body)})
+	member, err := Encode(Message{ID: "big", Body: []byte(body)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	m, err := DecodeEnvelope(member)
+	m, err := Decode(member)
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
@@ -174,13 +174,13 @@ func TestDecodeEnvelopeRejectsWhatIsNotAnEnvelope(t *testing.T) {
 		{`{"id":"a"`, "EOF"},
 		{`{"id":"a","body":"` + "\xff" + `"}`, "not valid UTF-8"},
 	} {
-		_, err := DecodeEnvelope([]byte(tc.member))
+		_, err := Decode([]byte(tc.member))
 		if err == nil {
-			t.Errorf("DecodeEnvelope(%q) accepted it, want an error about %s", tc.member, tc.why)
+			t.Errorf("Decode(%q) accepted it, want an error about %s", tc.member, tc.why)
 			continue
 		}
-		if !errors.Is(err, ErrInvalidEnvelope) || !strings.Contains(err.Error(), tc.why) {
-			t.Errorf("DecodeEnvelope(%q) = %v, want ErrInvalidEnvelope about %s", tc.member, err, tc.why)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.why) {
+			t.Errorf("Decode(%q) = %v, want ErrInvalid about %s", tc.member, err, tc.why)
 		}
 	}
 }
@@ -196,91 +196,8 @@ func TestEncodeEnvelopeRefusesWhatDecodeWouldReject(t *testing.T) {
 		{ID: "a", Headers: map[string]string{"\xff": "v"}},
 		{ID: "a", RoutingKey: strings.Repeat("r", MaxKeyLen+1)},
 	} {
-		if b, err := EncodeEnvelope(m); !errors.Is(err, ErrInvalidEnvelope) {
-			t.Errorf("EncodeEnvelope(%+v) = %s, %v; want ErrInvalidEnvelope", m, b, err)
+		if b, err := Encode(m); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Encode(%+v) = %s, %v; want ErrInvalid", m, b, err)
 		}
 	}
-}
-
-func TestTopicDecodeOfInvalidMemberOnEnvelopeTopicIsAnError(t *testing.T) {
-	t.Parallel()
-	env := Topic{Name: "orders", Format: FormatEnvelope}
-	if _, err := env.Decode(`{"order":42}`); !errors.Is(err, ErrInvalidEnvelope) || !strings.Contains(err.Error(), "orders") {
-		t.Errorf("Decode = %v, want ErrInvalidEnvelope naming the topic", err)
-	}
-	raw := Topic{Name: "orders"}
-	m, err := raw.Decode(`{"order":42}`)
-	if err != nil || m.ID != MessageID([]byte(`{"order":42}`)) || string(m.Body) != `{"order":42}` {
-		t.Errorf("raw Decode = %+v, %v", m, err)
-	}
-}
-
-func TestEncodeOnRawTopicCarriesOnlyTheBody(t *testing.T) {
-	t.Parallel()
-	raw := Topic{Name: "orders"}
-	if b, err := raw.Encode(Message{Body: []byte("x")}); err != nil || string(b) != "x" {
-		t.Errorf("Encode = %q, %v", b, err)
-	}
-	for _, m := range []Message{{ID: "a"}, {Headers: map[string]string{"a": "b"}}, {RoutingKey: "r"}} {
-		if _, err := raw.Encode(m); !errors.Is(err, ErrNotEnvelope) {
-			t.Errorf("Encode(%+v) = %v, want ErrNotEnvelope", m, err)
-		}
-	}
-}
-
-func TestEnvelopeSlotComesFromTheID(t *testing.T) {
-	t.Parallel()
-	tp := Topic{Name: "orders", Slots: 64, Format: FormatEnvelope}
-	a, _ := EncodeEnvelope(Message{ID: "order-42", Body: []byte("one")})
-	b, _ := EncodeEnvelope(Message{ID: "order-42", Body: []byte("two"), Headers: map[string]string{"k": "v"}})
-	want := Slot([]byte("order-42"), 64)
-	for _, m := range [][]byte{a, b} {
-		slot, id, err := tp.Locate(m)
-		if err != nil || slot != want || id != "order-42" || tp.SlotOf(m) != want {
-			t.Errorf("Locate(%s) = %d, %q, %v; want slot %d", m, slot, id, err, want)
-		}
-	}
-}
-
-// FuzzDecodeEnvelope checks that no input panics the decoder, and that every
-// envelope it accepts encodes back to one that decodes to the same message.
-func FuzzDecodeEnvelope(f *testing.F) {
-	for _, seed := range []string{
-		`{"id":"a","body":"x"}`,
-		`{"id":"a","body_b64":"/wD+","headers":{"k":"v"},"routing_key":"r"}`,
-		`{"id":"a","body":{"n":[1,2,{"x":null}]}}`,
-		`{"id":"a","id":"b"}`,
-		`{"id":"\ud800","body":"\u0000"}`,
-		`{"id":"a"} trailing`,
-		`[`, `{`, `{"id":`, `null`, ``,
-	} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, member []byte) {
-		m, err := DecodeEnvelope(member)
-		if err != nil {
-			if !errors.Is(err, ErrInvalidEnvelope) {
-				t.Fatalf("error %v does not wrap ErrInvalidEnvelope", err)
-			}
-			return
-		}
-		id, err := EnvelopeID(member)
-		if err != nil || id != m.ID {
-			t.Fatalf("EnvelopeID = %q, %v; DecodeEnvelope id %q", id, err, m.ID)
-		}
-		again, err := EncodeEnvelope(m)
-		if err != nil {
-			t.Fatalf("EncodeEnvelope of a decoded %q: %v", member, err)
-		}
-		if got := (Topic{Format: FormatEnvelope}).unmapID(string(again)); got != m.ID {
-			t.Fatalf("unmapID(%s) = %q, want %q", again, got, m.ID)
-		}
-		m2, err := DecodeEnvelope(again)
-		if err != nil {
-			t.Fatalf("DecodeEnvelope(%s) of the re-encoding: %v", again, err)
-		}
-		if diff := cmp.Diff(m, m2); diff != "" {
-			t.Fatalf("re-encoding changed the message (-first +second):\n%s", diff)
-		}
-	})
 }

@@ -1,4 +1,4 @@
-package queue
+package envelope
 
 import (
 	"encoding/base64"

@@ -1,4 +1,4 @@
-package queue
+package envelope
 
 // MaxHeaderBytes bounds an envelope's headers and properties as an AMQP
 // content header would carry them (HeaderBytes): every front door (the Go

@@ -1,4 +1,4 @@
-package queue
+package envelope
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ func TestEnvelopeSplicedBodyIsWhatTheEncoderWrites(t *testing.T) {
 	for _, m := range msgs {
 		for _, b := range bodies {
 			m.Body = b
-			got, err := EncodeEnvelope(m)
+			got, err := Encode(m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,14 +46,14 @@ func TestEnvelopeSplicedBodyIsWhatTheEncoderWrites(t *testing.T) {
 			enc.SetEscapeHTML(false)
 			_ = enc.Encode(out)
 			if w := bytes.TrimSuffix(want.Bytes(), []byte("\n")); !bytes.Equal(got, w) {
-				t.Errorf("EncodeEnvelope(%q, body %.40q)\n got %.200s\nwant %.200s", m.ID, b, got, w)
+				t.Errorf("Encode(%q, body %.40q)\n got %.200s\nwant %.200s", m.ID, b, got, w)
 			}
-			back, err := DecodeEnvelope(got)
+			back, err := Decode(got)
 			if err != nil || !bytes.Equal(back.Body, b) || back.ID != m.ID {
 				t.Errorf("decode of %.200s: %v, body %.40q", got, err, back.Body)
 			}
-			if id, err := EnvelopeID(got); err != nil || id != m.ID {
-				t.Errorf("EnvelopeID: %q, %v", id, err)
+			if id, err := ID(got); err != nil || id != m.ID {
+				t.Errorf("ID: %q, %v", id, err)
 			}
 		}
 	}
