@@ -26,8 +26,8 @@
 // Register), registryedit.go (an operator's SetLayout, ForgetLayout),
 // layoutcheck.go (producers checked against the registry), resize.go (finding a
 // message by member or id after a resize) and stranded.go (slots beyond a
-// topic's slot count); recurspec.go (specs, zones, the gap and daylight-saving
-// rules), recur.go (recurrences: set, remove, list) and recurtick.go (tick
+// topic's slot count); recurspec.go (the names of internal/recurspec, which
+// parses specs and zones with the gap and daylight-saving rules), recur.go (recurrences: set, remove, list) and recurtick.go (tick
 // members and the script that settles a tick and writes the next),
 // tickverify.go (a claimed member is a tick only when its recurrence vouches
 // for it: the Lua the claim script checks that with, DecodeClaimed) and
@@ -49,9 +49,8 @@
 // token bucket per key in each slot); firstscore.go (a sorted set's lowest
 // score found from counts, never by reading a member); served.go (which topics each live
 // daemon forwards: a topic's slots are shared among those that forward it,
-// and a topic no one forwards is never silent), waiting.go
-// (topics scheduled to but registered by no daemon) and zonesuggest.go (the
-// tz name a misspelt zone meant). Flow
+// and a topic no one forwards is never silent), and waiting.go
+// (topics scheduled to but registered by no daemon). Flow
 // control's state (rate limits, run-time limits, held and environment reports)
 // is package flowstate's, on FlowKeys.
 //

@@ -40,6 +40,8 @@ var ranks = []struct {
 	{"internal/luakeys", 0},
 	// The member format of envelope topics: no Redis, no other package.
 	{"envelope", 0},
+	// A recurrence's spec and zone: no Redis.
+	{"internal/recurspec", 0},
 	// The data model and the sink contract.
 	{"queue", 1},
 	{"sinks", 1},

@@ -1,4 +1,4 @@
-package queue
+package recurspec
 
 import (
 	"io/fs"

@@ -1,4 +1,4 @@
-package queue
+package recurspec
 
 import (
 	"errors"
@@ -28,19 +28,19 @@ func TestParseSpecRefusesBadSpecsWithAClearError(t *testing.T) {
 		{"0 9 * * *", "Mars/Olympus"},
 		{"0 9 * * *\x00", ""},
 	} {
-		if _, err := ParseSpec(c.spec, c.tz); !errors.Is(err, ErrBadSpec) {
-			t.Errorf("ParseSpec(%q, %q) = %v, want ErrBadSpec", c.spec, c.tz, err)
+		if _, err := Parse(c.spec, c.tz); !errors.Is(err, ErrBadSpec) {
+			t.Errorf("Parse(%q, %q) = %v, want ErrBadSpec", c.spec, c.tz, err)
 		}
 	}
 	for _, spec := range []string{"*/5 * * * *", "*/3 * * * * *", "@hourly", "@daily", "@weekly", "@monthly", "@yearly", "@every 1s", "@every 1h30m"} {
-		if _, err := ParseSpec(spec, "Europe/Berlin"); err != nil {
-			t.Errorf("ParseSpec(%q) = %v", spec, err)
+		if _, err := Parse(spec, "Europe/Berlin"); err != nil {
+			t.Errorf("Parse(%q) = %v", spec, err)
 		}
 	}
 }
 
 // ticks lists the n ticks after from, each delivered on time.
-func ticks(t *testing.T, s RecurSpec, from time.Time, n int) []time.Time {
+func ticks(t *testing.T, s Spec, from time.Time, n int) []time.Time {
 	t.Helper()
 	var out []time.Time
 	at := from
@@ -72,7 +72,7 @@ func TestDaylightSavingSkippedTimeFiresOnceAtTheEndOfTheGap(t *testing.T) {
 		{"15 2 * * *", ny, time.Date(2026, 3, 7, 12, 0, 0, 0, ny),
 			[]string{"2026-03-08T03:00:00-04:00", "2026-03-09T02:15:00-04:00"}},
 	} {
-		s, err := ParseSpec(c.spec, c.loc.String())
+		s, err := Parse(c.spec, c.loc.String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestDaylightSavingRepeatedTimeFiresOnce(t *testing.T) {
 		{"0 9 * * *", ny, time.Date(2026, 10, 31, 12, 0, 0, 0, ny),
 			[]string{"2026-11-01T09:00:00-05:00", "2026-11-02T09:00:00-05:00"}},
 	} {
-		s, err := ParseSpec(c.spec, c.loc.String())
+		s, err := Parse(c.spec, c.loc.String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestDaylightSavingRepeatedTimeFiresOnce(t *testing.T) {
 // never goes back in time.
 func TestDaylightSavingNeverGoesBack(t *testing.T) {
 	berlin := mustZone(t, "Europe/Berlin")
-	s, err := ParseSpec("*/15 * * * *", "Europe/Berlin")
+	s, err := Parse("*/15 * * * *", "Europe/Berlin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestDaylightSavingNeverGoesBack(t *testing.T) {
 }
 
 func TestEveryKeepsItsPhaseAndSkipsAGapToOneTick(t *testing.T) {
-	s, err := ParseSpec("@every 2s", "")
+	s, err := Parse("@every 2s", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestEveryKeepsItsPhaseAndSkipsAGapToOneTick(t *testing.T) {
 }
 
 func TestCronGapDeliversOneTickThenContinuesOnSchedule(t *testing.T) {
-	s, err := ParseSpec("0 9 * * *", "Europe/Berlin")
+	s, err := Parse("0 9 * * *", "Europe/Berlin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestSecondsFieldAndDescriptors(t *testing.T) {
 		{"@monthly", time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)},
 		{"@yearly", time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)},
 	} {
-		s, err := ParseSpec(c.spec, "")
+		s, err := Parse(c.spec, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func TestSecondsFieldAndDescriptors(t *testing.T) {
 // A per-second cron spec after a day-long gap: the count stops at
 // maxSkipped, and the next tick is still the first after now.
 func TestLongGapOfAFastCronSpecIsBounded(t *testing.T) {
-	s, err := ParseSpec("* * * * * *", "")
+	s, err := Parse("* * * * * *", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package queue
+package recurspec
 
 import (
 	"errors"
@@ -9,11 +9,11 @@ import (
 // TestBadZoneAndSpecSuggestWhatWasMeant: "unknown time zone Berlin" did
 // not suggest Europe/Berlin, and a bad cron spec did not suggest @every.
 func TestBadZoneAndSpecSuggestWhatWasMeant(t *testing.T) {
-	_, err := ParseSpec("@daily", "Berlin")
+	_, err := Parse("@daily", "Berlin")
 	if !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), "did you mean Europe/Berlin?") {
 		t.Errorf("zone Berlin: %v, want a suggestion of Europe/Berlin", err)
 	}
-	_, err = ParseSpec("every 5 minutes", "")
+	_, err = Parse("every 5 minutes", "")
 	if !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), "@every 5m") {
 		t.Errorf("bad spec: %v, want a suggestion of @every", err)
 	}
