@@ -54,10 +54,7 @@ local fheads, fwait, fready, fcount, fpaused, flimits = KEYS[13], KEYS[14], KEYS
 `
 
 // nowLua sets the local "now" (ms, integer-valued float) from TIME.
-const nowLua = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-`
+const nowLua = luakeys.NowLua
 
 // idsLua defines the helpers that keep the id index of envelope topics
 // right: an id names its member while that member is scheduled or in flight.
@@ -331,7 +328,7 @@ func shebangScript(shebang string, parts ...string) *redis.Script {
 // add (a lease, an attempt count, a reason) is bounded by the messages they
 // take. Scripts that add messages (schedule, bury) are refused (growLua):
 // their callers get ErrRedisFull. Both flags need Redis 7.0 or later.
-const allowOOMLua = "#!lua flags=allow-oom\n"
+const allowOOMLua = luakeys.AllowOOMLua
 
 // drainScript is slotScript that runs while Redis is full (allowOOMLua).
 func drainScript(parts ...string) *redis.Script { return shebangScript(allowOOMLua, parts...) }

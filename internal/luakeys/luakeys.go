@@ -134,3 +134,19 @@ func Guard(src string, families ...int) string {
 	}
 	return guard + src
 }
+
+// Preambles every package's scripts start with, written once.
+const (
+	// NowLua sets the local "now" (ms, an integer-valued float) from
+	// Redis's TIME: every replica reads one clock, Redis's.
+	NowLua = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`
+	// AllowOOMLua, the first line of a script's source, lets the script run
+	// while Redis is at its maxmemory (policy noeviction, Redis 7.0 or
+	// later), when Redis refuses every script whose first write could grow
+	// memory. Scripts that drain a full Redis (they free memory or move what
+	// exists) carry it; scripts that add messages never do.
+	AllowOOMLua = "#!lua flags=allow-oom\n"
+)
