@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -13,12 +14,12 @@ import (
 // daemon that starts or stops shows within a second.
 const forwardingTTL = time.Second
 
-// forwarding caches queue.Forwarding for the warning a schedule answers
+// forwarding caches membership.Forwarding for the warning a schedule answers
 // with when no live replica forwards the topic.
 type forwarding struct {
 	mu   sync.Mutex
 	at   time.Time
-	last queue.Forwarding
+	last membership.Forwarding
 }
 
 // unforwarded is the warning for topic t ("" when a live replica forwards
@@ -27,7 +28,7 @@ func (s *Server) unforwarded(ctx context.Context, t queue.Topic) string {
 	s.fwd.mu.Lock()
 	defer s.fwd.mu.Unlock()
 	if time.Since(s.fwd.at) > forwardingTTL {
-		f, err := s.opts.Queue.Forwarding(ctx, s.opts.Prefix)
+		f, err := membership.New(s.opts.Queue).Forwarding(ctx, s.opts.Prefix)
 		if err != nil {
 			return ""
 		}

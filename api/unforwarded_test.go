@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/delaybridge/delaybridge/membership"
 )
 
 // TestScheduleToATopicNoDaemonForwardsWarns: a live daemon runs orders
@@ -14,11 +16,11 @@ import (
 func TestScheduleToATopicNoDaemonForwardsWarns(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	set, err := f.q.Heartbeat(ctx, f.prefix, "daemon-1", time.Minute)
+	set, err := membership.New(f.q).Heartbeat(ctx, f.prefix, "daemon-1", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.q.ReportServed(ctx, f.prefix, "daemon-1", []string{"orders"}, set.Live, time.Minute); err != nil {
+	if err := membership.New(f.q).ReportServed(ctx, f.prefix, "daemon-1", []string{"orders"}, set.Live, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	r := f.do("POST", "/v1/topics/legacy/messages", fullToken, `{"body":"x","delay":"1s"}`)

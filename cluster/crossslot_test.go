@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -185,9 +186,9 @@ func TestRedisClusterNeverSeesCrossSlotWithManyTopicsAndSlots(t *testing.T) {
 	}
 	for i := range 5 {
 		id := fmt.Sprintf("replica-%d", i)
-		_, err := q.Heartbeat(ctx, name, id, time.Second)
+		_, err := membership.New(q).Heartbeat(ctx, name, id, time.Second)
 		errs = append(errs, err)
-		_, err = q.Leave(ctx, name, id)
+		_, err = membership.New(q).Leave(ctx, name, id)
 		errs = append(errs, err)
 	}
 	crossSlot := 0

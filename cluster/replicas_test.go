@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
-	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/membership"
 )
 
 const (
@@ -89,7 +89,7 @@ func ids(ds []*replica) []string {
 	return out
 }
 
-func assignment(replicas []string) []string { return queue.Assign(replicas, topic, slots) }
+func assignment(replicas []string) []string { return membership.Assign(replicas, topic, slots) }
 
 func countOf(owners []string, id string) int {
 	n := 0

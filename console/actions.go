@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -116,7 +117,7 @@ var dueNow = map[string]bool{"requeue": true, "reschedule": true, "resume": true
 // unforwardedNote is " Warning: no live replica forwards …", or "" while
 // one does (or that cannot be read: the action is done either way).
 func (s *Server) unforwardedNote(ctx context.Context, t queue.Topic) string {
-	fw, err := s.opts.Queue.Forwarding(ctx, s.opts.Prefix)
+	fw, err := membership.New(s.opts.Queue).Forwarding(ctx, s.opts.Prefix)
 	if w := fw.Unforwarded(t.Name); err == nil && w != "" {
 		return " Warning: " + w + "."
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -101,11 +102,11 @@ func (s *Server) readOverview(ctx context.Context) (overview, error) {
 	for i := range flows {
 		ov.Topics[i].Flow = flows[i]
 	}
-	set, err := s.opts.Queue.Replicas(ctx, s.opts.Prefix)
+	set, err := membership.New(s.opts.Queue).Replicas(ctx, s.opts.Prefix)
 	if err != nil {
 		return overview{}, err
 	}
-	fw, err := s.opts.Queue.Forwarding(ctx, s.opts.Prefix)
+	fw, err := membership.New(s.opts.Queue).Forwarding(ctx, s.opts.Prefix)
 	if err != nil {
 		return overview{}, err
 	}
@@ -145,8 +146,8 @@ func summarize(l queue.Layout, stats []queue.SlotStats) topicRow {
 // replicaRows gives each live replica the slots it owns of each topic it
 // forwards, shared among the live replicas that forward the topic: the
 // assignment the daemons compute from the same reports
-// (queue.Forwarding.Owned); a topic it does not run is listed as not run.
-func replicaRows(set queue.ReplicaSet, fw queue.Forwarding, topics []queue.Topic, all bool) []replicaRow {
+// (membership.Forwarding.Owned); a topic it does not run is listed as not run.
+func replicaRows(set membership.ReplicaSet, fw membership.Forwarding, topics []queue.Topic, all bool) []replicaRow {
 	owned := fw.Owned(topics, all)
 	rows := make([]replicaRow, len(set.Live))
 	for i, id := range set.Live {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -141,7 +142,7 @@ func (s *Server) topicPage(w http.ResponseWriter, r *http.Request) {
 	v := topicView{base: s.base(r, "Topic "+t.Name), Layout: summarize(l, stats), Stats: stats,
 		Envelope: t.Format == queue.FormatEnvelope, States: []string{"scheduled", "retrying", "inflight", "dead"}}
 	v.DeadTotal = v.Layout.Dead
-	if fw, err := s.opts.Queue.Forwarding(ctx, s.opts.Prefix); err == nil {
+	if fw, err := membership.New(s.opts.Queue).Forwarding(ctx, s.opts.Prefix); err == nil {
 		v.Layout.Unforwarded = fw.Unforwarded(t.Name)
 	}
 	if flows, err := s.flows(ctx, []queue.Topic{t}); err == nil {

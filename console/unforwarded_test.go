@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/delaybridge/delaybridge/membership"
 )
 
 // TestConsoleSaysNoLiveReplicaForwardsATopic: a live daemon runs orders
@@ -15,11 +17,11 @@ import (
 func TestConsoleSaysNoLiveReplicaForwardsATopic(t *testing.T) {
 	f := newFixture(t, "secret-token-0123456789")
 	ctx := context.Background()
-	set, err := f.q.Heartbeat(ctx, f.prefix, "daemon-1", time.Minute)
+	set, err := membership.New(f.q).Heartbeat(ctx, f.prefix, "daemon-1", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.q.ReportServed(ctx, f.prefix, "daemon-1", []string{"orders"}, set.Live, time.Minute); err != nil {
+	if err := membership.New(f.q).ReportServed(ctx, f.prefix, "daemon-1", []string{"orders"}, set.Live, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	const warning = "no live replica forwards events"

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -110,7 +111,7 @@ func (s *Store) LimitsShown(ctx context.Context, prefix string, ts []queue.Topic
 	if err != nil {
 		return nil, err
 	}
-	live, err := s.q.Replicas(ctx, prefix)
+	live, err := membership.New(s.q).Replicas(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/membership"
 )
 
 // Limits are a topic's flow control in force, as stats, the console and
@@ -63,11 +63,11 @@ func (g LimitsGroup) limits() Limits {
 // console show them: each live daemon's environment overridden by o,
 // grouped by the limits that result. A daemon's environment is its report
 // (reports, see EnvOf), or none for a replica of live (the replica set,
-// see queue.Replicas) that reports nothing: a daemon reports only the
+// see membership.Store.Replicas) that reports nothing: a daemon reports only the
 // topics its environment limits. While no daemon is known (no report, no live
 // replica), here (the reader's own environment, EnvLimits) overridden by o
 // stands in, with Source SourceHere where here's limits are shown.
-func (o Override) Shown(reports []ReplicaLimits, live queue.ReplicaSet, here Limits) Limits {
+func (o Override) Shown(reports []ReplicaLimits, live membership.ReplicaSet, here Limits) Limits {
 	reports = slices.Clone(reports)
 	for _, id := range live.Live {
 		if !slices.ContainsFunc(reports, func(r ReplicaLimits) bool { return r.Replica == id }) {

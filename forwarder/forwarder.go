@@ -56,6 +56,7 @@ import (
 	"github.com/delaybridge/delaybridge/flowstate"
 	"github.com/delaybridge/delaybridge/internal/backoff"
 	"github.com/delaybridge/delaybridge/internal/logrepeat"
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/sinks"
 )
@@ -117,8 +118,8 @@ type Forwarder struct {
 	// assignMu guards fw and stranded, and orders the changes of the
 	// owned set that ownership and the stranded search make (reassign).
 	assignMu sync.Mutex
-	fw       *queue.Forwarding // who forwards what among the live replicas; nil while unknown or the heartbeat is lost
-	stranded map[slotKey]bool  // slots beyond their topic's slot count that hold messages
+	fw       *membership.Forwarding // who forwards what among the live replicas; nil while unknown or the heartbeat is lost
+	stranded map[slotKey]bool       // slots beyond their topic's slot count that hold messages
 }
 
 // slotKey names one topic×slot.

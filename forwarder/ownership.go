@@ -10,18 +10,19 @@ import (
 	"time"
 
 	"github.com/delaybridge/delaybridge/internal/logrepeat"
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
 // ownership heartbeats this replica, reports the topics it forwards, reads
 // those the other live replicas report, and scans the slots
-// queue.Forwarding.Assign gives it among the live replicas that forward
+// membership.Forwarding.Assign gives it among the live replicas that forward
 // each of its topics (setLive). A replica that cannot renew its
 // heartbeat for a whole TTL stops claiming: the others will have taken its
 // slots over by then. Run runs it (it is not in the services' group: it
 // decides when the replica stops scanning), unless AllSlots.
 type ownership struct {
-	q       *queue.Queue
+	member  *membership.Member
 	m       *Metrics
 	log     *slog.Logger
 	replica string
@@ -33,7 +34,7 @@ type ownership struct {
 	// setLive applies who forwards what among the live replicas (nil:
 	// unknown, own nothing); scanning reports whether any slot is scanned
 	// now.
-	setLive  func(ctx context.Context, fw *queue.Forwarding) (gained, lost, owned int)
+	setLive  func(ctx context.Context, fw *membership.Forwarding) (gained, lost, owned int)
 	scanning func() bool
 
 	// run's own: when the last heartbeat that succeeded was sent, whether
@@ -43,12 +44,7 @@ type ownership struct {
 	applied bool
 	last    [][]string
 	lostKey [][]string // last when a lost heartbeat stopped the scanners
-	// beat's own: when this replica last reported the topics it forwards,
-	// the live replicas then, and the reports last read.
-	servedAt   time.Time
-	servedLive []string
-	seen       map[string][]string
-	passed     passes // tests: signalled after each heartbeat applied
+	passed  passes     // tests: signalled after each heartbeat applied
 }
 
 // ownershipConfig configures ownership.
@@ -57,7 +53,7 @@ type ownershipConfig struct {
 	// Every and TTL are the heartbeat's interval and time to live
 	// (default: Defaults()'s); TTL must exceed Every.
 	Every, TTL time.Duration
-	SetLive    func(ctx context.Context, fw *queue.Forwarding) (gained, lost, owned int)
+	SetLive    func(ctx context.Context, fw *membership.Forwarding) (gained, lost, owned int)
 	Scanning   func() bool
 	// Topics are the topics this replica forwards, reported with each
 	// heartbeat (queue.ReportServed).
@@ -80,7 +76,8 @@ func newOwnership(cfg ownershipConfig, q *queue.Queue, m *Metrics, log *slog.Log
 	if cfg.Health == nil {
 		cfg.Health = newRedisHealth(logrepeat.New(log, 0), log, 0)
 	}
-	return &ownership{q: q, m: m, log: log, replica: cfg.Replica, prefix: cfg.KeyPrefix, every: every, ttl: ttl,
+	member := membership.New(q).Member(cfg.KeyPrefix, cfg.Replica, cfg.Topics, ttl)
+	return &ownership{member: member, m: m, log: log, replica: cfg.Replica, prefix: cfg.KeyPrefix, every: every, ttl: ttl,
 		setLive: cfg.SetLive, scanning: cfg.Scanning, topics: cfg.Topics, health: cfg.Health}, nil
 }
 
@@ -172,7 +169,7 @@ func (o *ownership) apply(ctx context.Context, b beat) time.Duration {
 
 // forwarders are the live replicas that forward each of this replica's
 // topics, in the order of topics: the slots it owns follow from them alone.
-func (o *ownership) forwarders(fw queue.Forwarding) [][]string {
+func (o *ownership) forwarders(fw membership.Forwarding) [][]string {
 	out := make([][]string, len(o.topics))
 	for i, t := range o.topics {
 		out[i] = fw.Forwarders(t)
@@ -182,8 +179,8 @@ func (o *ownership) forwarders(fw queue.Forwarding) [][]string {
 
 // beat is the outcome of one heartbeat.
 type beat struct {
-	set  queue.ReplicaSet
-	fw   queue.Forwarding // who forwards what among set.Live
+	set  membership.ReplicaSet
+	fw   membership.Forwarding // who forwards what among set.Live
 	err  error
 	sent time.Time
 }
@@ -193,69 +190,18 @@ func (o *ownership) beat(ctx context.Context, out chan<- beat) {
 	b := beat{sent: time.Now()}
 	hctx, cancel := context.WithTimeout(ctx, o.ttl)
 	defer cancel()
-	b.set, b.fw, b.err = o.heartbeat(hctx, b.sent)
+	var v membership.View
+	v, b.err = o.member.Beat(hctx, b.sent)
+	b.set, b.fw = v.Set, v.Forwarding
+	o.m.RedisErrs.WithLabelValues("heartbeat").Add(float64(len(v.Failed)))
 	out <- b
-}
-
-// heartbeat renews this replica's heartbeat and returns the live replicas
-// and who forwards what among them. It reports the topics this replica
-// forwards (queue.ReportServed) when the live replicas change, else after
-// three quarters of a TTL (the report lives a TTL), and has the report's
-// answer then; on the other beats it reads the reports in the heartbeat's
-// round trip (queue.Beat: one HGETALL beside the script, which
-// drops expired replicas only when there are some, so an idle beat costs
-// no more commands than before the reports were read). So a report that
-// appears or changes moves the slots at the next heartbeat. A report or a
-// read that fails leaves the reports last read (a replica absent from them
-// counts as forwarding every topic); the next beat repairs it.
-func (o *ownership) heartbeat(ctx context.Context, sent time.Time) (queue.ReplicaSet, queue.Forwarding, error) {
-	var (
-		set     queue.ReplicaSet
-		fw      queue.Forwarding
-		readErr error
-		err     error
-	)
-	due := time.Since(o.servedAt) >= o.ttl*3/4
-	if due {
-		set, err = o.q.Heartbeat(ctx, o.prefix, o.replica, o.ttl)
-	} else {
-		var b queue.Beat
-		b, err = o.q.Beat(ctx, o.prefix, o.replica, o.ttl)
-		set, fw, readErr = b.Set, b.Forwarding, b.ReadErr
-	}
-	if err != nil {
-		return set, fw, err
-	}
-	if due || !slices.Equal(set.Live, o.servedLive) {
-		rfw, err := o.q.ReportServedAndRead(ctx, o.prefix, o.replica, o.topics, set.Live, o.ttl)
-		if err == nil {
-			o.servedAt, o.servedLive, o.seen = sent, set.Live, rfw.Served
-			return set, rfw, nil
-		}
-		o.m.RedisErrs.WithLabelValues("heartbeat").Inc()
-		if due {
-			fw, readErr = o.q.ServedBy(ctx, o.prefix, set.Live)
-		}
-	}
-	if readErr == nil {
-		o.seen = fw.Served
-		return set, fw, nil
-	}
-	o.m.RedisErrs.WithLabelValues("heartbeat").Inc()
-	fw = queue.Forwarding{Live: set.Live, Served: map[string][]string{}}
-	for _, id := range set.Live {
-		if ts, ok := o.seen[id]; ok {
-			fw.Served[id] = ts
-		}
-	}
-	return set, fw, nil
 }
 
 // nextBeat is the wait before the next heartbeat: the interval, or less when
 // another replica's heartbeat expires sooner, so that a dead replica's slots
 // are taken over one TTL after its last heartbeat rather than up to an
 // interval later.
-func nextBeat(set queue.ReplicaSet, self string, interval time.Duration) time.Duration {
+func nextBeat(set membership.ReplicaSet, self string, interval time.Duration) time.Duration {
 	next, ok := set.NextExpiry(self)
 	if !ok {
 		return interval
@@ -267,7 +213,7 @@ func nextBeat(set queue.ReplicaSet, self string, interval time.Duration) time.Du
 
 // setLive records who forwards what among the live replicas (nil:
 // unknown, own nothing) and applies the slots this replica owns among them.
-func (f *Forwarder) setLive(ctx context.Context, fw *queue.Forwarding) (gained, lost, owned int) {
+func (f *Forwarder) setLive(ctx context.Context, fw *membership.Forwarding) (gained, lost, owned int) {
 	f.assignMu.Lock()
 	f.fw = fw
 	f.assignMu.Unlock()
@@ -314,8 +260,8 @@ func (f *Forwarder) wanted() map[slotKey]bool {
 }
 
 // assign returns the slots this replica owns among the live replicas that
-// forward each topic (see queue.Forwarding.Assign).
-func (f *Forwarder) assign(fw queue.Forwarding) map[slotKey]bool {
+// forward each topic (see membership.Forwarding.Assign).
+func (f *Forwarder) assign(fw membership.Forwarding) map[slotKey]bool {
 	want := map[slotKey]bool{}
 	for ti, t := range f.opt.Topics {
 		for s, owner := range fw.Assign(t.Name, t.SlotCount()) {
@@ -352,11 +298,11 @@ func diff(owned []slotKey, want map[slotKey]bool) (gained, lost int) {
 func (o *ownership) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
 	defer cancel()
-	if _, err := o.q.Leave(ctx, o.prefix, o.replica); err != nil {
+	if err := o.member.Leave(ctx); err != nil {
 		o.log.Warn("could not leave the replica set; the others take its slots when its heartbeat expires",
 			"ttl", o.ttl, "err", err)
 	}
-	if err := o.q.Unserve(ctx, o.prefix, o.replica); err != nil {
+	if err := o.member.Unserve(ctx); err != nil {
 		o.log.Debug("could not drop the report of the topics this replica forwards; it expires with its TTL", "err", err)
 	}
 }

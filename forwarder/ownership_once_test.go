@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/membership"
 )
 
 // TestOwnershipRunOnceHeartbeatsAndAppliesTheLiveReplicas: one pass of the
@@ -22,7 +22,7 @@ func TestOwnershipRunOnceHeartbeatsAndAppliesTheLiveReplicas(t *testing.T) {
 	ctx := context.Background()
 	var applied [][]string
 	o, err := newOwnership(ownershipConfig{Replica: "a", KeyPrefix: prefix, Every: time.Second, TTL: 5 * time.Second,
-		SetLive: func(_ context.Context, fw *queue.Forwarding) (int, int, int) {
+		SetLive: func(_ context.Context, fw *membership.Forwarding) (int, int, int) {
 			applied = append(applied, fw.Live)
 			return 0, 0, 0
 		},
@@ -37,7 +37,7 @@ func TestOwnershipRunOnceHeartbeatsAndAppliesTheLiveReplicas(t *testing.T) {
 	if len(applied) != 1 || !slices.Equal(applied[0], []string{"a"}) {
 		t.Fatalf("live replicas applied %v, want [[a]]", applied)
 	}
-	fw, err := q.Forwarding(ctx, prefix)
+	fw, err := membership.New(q).Forwarding(ctx, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}

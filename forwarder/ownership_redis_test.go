@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delaybridge/delaybridge/internal/testing/redistest"
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -44,7 +45,7 @@ func TestReplicaCutOffFromRedisStopsScanningWithinTTL(t *testing.T) {
 
 	proxy.Restore()
 	waitPasses(t, f.ownership.passed, 15*time.Second, "owns all 8 slots again", func() bool { return owned() == 8 })
-	if set, err := q.Heartbeat(context.Background(), prefix, "observer", time.Second); err != nil || len(set.Live) != 2 {
+	if set, err := membership.New(q).Heartbeat(context.Background(), prefix, "observer", time.Second); err != nil || len(set.Live) != 2 {
 		t.Errorf("replica set %v, %v: want a and the observer", set.Live, err)
 	}
 	if err := stop(); err != nil {
@@ -82,7 +83,7 @@ func TestHeartbeatDoesNotQueueBehindTheDataPathsConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	for end := time.Now().Add(4 * ttl); time.Now().Before(end); time.Sleep(ttl / 5) {
-		if set, err := q.Replicas(ctx, prefix); err != nil || !slices.Contains(set.Live, "a") {
+		if set, err := membership.New(q).Replicas(ctx, prefix); err != nil || !slices.Contains(set.Live, "a") {
 			t.Fatalf("replica a not live while Queue's pool is held: %v, %v", set.Live, err)
 		}
 		if n := owned(); n != 8 {

@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/membership"
 )
 
 func TestNextBeatWakesWhenAnotherReplicasHeartbeatExpires(t *testing.T) {
 	now := time.UnixMilli(1_700_000_000_000)
-	set := func(deadlines map[string]time.Duration) queue.ReplicaSet {
-		s := queue.ReplicaSet{Now: now, Deadlines: map[string]time.Time{}}
+	set := func(deadlines map[string]time.Duration) membership.ReplicaSet {
+		s := membership.ReplicaSet{Now: now, Deadlines: map[string]time.Time{}}
 		for id, d := range deadlines {
 			s.Live = append(s.Live, id)
 			s.Deadlines[id] = now.Add(d)
@@ -20,7 +20,7 @@ func TestNextBeatWakesWhenAnotherReplicasHeartbeatExpires(t *testing.T) {
 	const interval = 200 * time.Millisecond
 	tests := []struct {
 		name string
-		set  queue.ReplicaSet
+		set  membership.ReplicaSet
 		want time.Duration
 	}{
 		{"alone", set(map[string]time.Duration{"me": time.Second}), interval},

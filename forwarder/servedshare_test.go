@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
 // servedShare runs forwarders with different topics on one prefix and
-// looks at what each owns against what queue.Forwarding.Owned says.
+// looks at what each owns against what membership.Forwarding.Owned says.
 type servedShare struct {
 	t      *testing.T
 	q      *queue.Queue
@@ -71,7 +72,7 @@ func (s *servedShare) owns(id string) map[string][]int {
 // Forwarding.Owned gives it, every slot of every topic is owned by one
 // live replica, and the live replicas are live; else what differs.
 func (s *servedShare) disagreement(live ...string) string {
-	fw, err := s.q.Forwarding(context.Background(), s.prefix)
+	fw, err := membership.New(s.q).Forwarding(context.Background(), s.prefix)
 	if err != nil {
 		return err.Error()
 	}
@@ -129,7 +130,7 @@ func (s *servedShare) waitAgree(within time.Duration, live ...string) time.Durat
 // owned is Forwarding.Owned's map for replica id.
 func (s *servedShare) owned(id string) map[string][]int {
 	s.t.Helper()
-	fw, err := s.q.Forwarding(context.Background(), s.prefix)
+	fw, err := membership.New(s.q).Forwarding(context.Background(), s.prefix)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -207,12 +208,12 @@ func (s *servedShare) startOld(id string) *oldReplica {
 	ctx, cancel := context.WithCancel(context.Background())
 	o := &oldReplica{cancel: cancel, done: make(chan struct{})}
 	beat := func() {
-		set, err := s.q.Heartbeat(ctx, s.prefix, id, shareTTL)
+		set, err := membership.New(s.q).Heartbeat(ctx, s.prefix, id, shareTTL)
 		o.mu.Lock()
 		topics := o.topics
 		o.mu.Unlock()
 		if err == nil && topics != nil {
-			err = s.q.ReportServed(ctx, s.prefix, id, topics, set.Live, shareTTL)
+			err = membership.New(s.q).ReportServed(ctx, s.prefix, id, topics, set.Live, shareTTL)
 		}
 		if err != nil && ctx.Err() == nil {
 			s.t.Errorf("replica %s: %v", id, err)
@@ -235,9 +236,9 @@ func (s *servedShare) report(id string, o *oldReplica, topics ...string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.topics = topics
-	set, err := s.q.Replicas(context.Background(), s.prefix)
+	set, err := membership.New(s.q).Replicas(context.Background(), s.prefix)
 	if err == nil {
-		err = s.q.ReportServed(context.Background(), s.prefix, id, topics, set.Live, shareTTL)
+		err = membership.New(s.q).ReportServed(context.Background(), s.prefix, id, topics, set.Live, shareTTL)
 	}
 	if err != nil {
 		s.t.Fatal(err)
@@ -247,10 +248,10 @@ func (s *servedShare) report(id string, o *oldReplica, topics ...string) {
 func (s *servedShare) stopOld(id string, o *oldReplica) {
 	o.cancel()
 	<-o.done
-	if _, err := s.q.Leave(context.Background(), s.prefix, id); err != nil {
+	if _, err := membership.New(s.q).Leave(context.Background(), s.prefix, id); err != nil {
 		s.t.Error(err)
 	}
-	if err := s.q.Unserve(context.Background(), s.prefix, id); err != nil {
+	if err := membership.New(s.q).Unserve(context.Background(), s.prefix, id); err != nil {
 		s.t.Error(err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -43,9 +44,9 @@ func (f *Forwarder) refreshUnforwarded(ctx context.Context, shown map[string]boo
 	rctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
 	ts, err := f.knownTopics(rctx)
-	var fw queue.Forwarding
+	var fw membership.Forwarding
 	if err == nil {
-		fw, err = f.q.Forwarding(rctx, f.opt.KeyPrefix)
+		fw, err = membership.New(f.q).Forwarding(rctx, f.opt.KeyPrefix)
 	}
 	if err != nil {
 		if ctx.Err() == nil {

@@ -8,11 +8,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
 // TestUnforwardedTopicIsReportedAndCounted: a daemon that runs orders only
-// reports so with its heartbeat (queue.Forwarding), and counts the due
+// reports so with its heartbeat (membership.Forwarding), and counts the due
 // messages of a registered topic it does not run (payments) and of one a
 // producer scheduled to unregistered (digests, queue.NoteWaiting) in
 // delaybridge_unforwarded_due_messages; orders, which it runs, has no
@@ -43,7 +44,7 @@ func TestUnforwardedTopicIsReportedAndCounted(t *testing.T) {
 	if n := testutil.CollectAndCount(m.Unforwarded); n != 2 {
 		t.Errorf("%d series of delaybridge_unforwarded_due_messages, want 2 (payments, digests; not orders)", n)
 	}
-	f, err := q.Forwarding(ctx, prefix)
+	f, err := membership.New(q).Forwarding(ctx, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,9 +16,7 @@
 // listing by state), inspect.go (Inspect: one message in any state), find.go
 // (FindMessageID: a member by its MessageID), pause.go (Pause, Resume); wake.go
 // (wake-ups), keyspace.go (keyspace notifications a scanner can sleep on),
-// memory.go (Redis's maxmemory and policy, ErrRedisFull), replicas.go
-// (heartbeats), ownership.go (which replica owns which slot: Assign, Owner,
-// OwnedSlots), millis.go (scores and times), envelope.go (the
+// memory.go (Redis's maxmemory and policy, ErrRedisFull), millis.go (scores and times), envelope.go (the
 // envelope codec's names, kept here from package envelope, which owns the
 // format) and message.go (member formats), producer.go (the producer API's types and errors);
 // topicname.go (CheckTopicName), registry.go (the topic registry,
@@ -47,20 +45,18 @@
 // the most messages scheduled, for stats --keys), fairpause.go (PauseKey:
 // one key held while the others go on) and fairrate.go (a key's rate: a
 // token bucket per key in each slot); firstscore.go (a sorted set's lowest
-// score found from counts, never by reading a member); served.go (which topics each live
-// daemon forwards: a topic's slots are shared among those that forward it,
-// and a topic no one forwards is never silent), and waiting.go
+// score found from counts, never by reading a member) and waiting.go
 // (topics scheduled to but registered by no daemon). Flow
 // control's state (rate limits, run-time limits, held and environment reports)
 // is package flowstate's, on FlowKeys.
 //
 // Every slot script touches the keys of exactly one topic×slot, and all keys
 // of a slot share one Redis Cluster hash tag, so every such call runs on one
-// node and is atomic there. The membership scripts (the heartbeat, the live
-// set, the served report) each touch one key of the prefix (ReplicasKey,
-// ServedKey), never a slot's; docs/architecture.md (Scripts) lists every
-// script with its KEYS. "Now" is always Redis's own TIME, read inside the scripts, so
-// replicas whose clocks disagree still agree on what is due.
+// node and is atomic there. The membership protocol (heartbeats, served
+// reports, slot owners) is package membership's, on ReplicasKey;
+// docs/architecture.md (Scripts) lists every script with its KEYS. "Now" is
+// always Redis's own TIME, read inside the scripts, so replicas whose clocks
+// disagree still agree on what is due.
 //
 // Guarantees this package provides to the forwarder:
 //   - Claim never returns a member whose score is after Redis's TIME.

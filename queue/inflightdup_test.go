@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/delaybridge/delaybridge/internal/testing/redistest"
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -77,7 +78,7 @@ func TestRegistryCarriesTheDedupWindow(t *testing.T) {
 	if _, err := q.Register(ctx, prefix, "a", []queue.Layout{queue.LayoutOf(tp)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.Heartbeat(ctx, prefix, "a", time.Minute); err != nil {
+	if _, err := membership.New(q).Heartbeat(ctx, prefix, "a", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	tp.DedupWindow = 2 * time.Hour

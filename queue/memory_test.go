@@ -11,6 +11,7 @@ import (
 
 	"github.com/delaybridge/delaybridge/flowstate"
 	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -50,7 +51,7 @@ func TestEveryDrainingScriptRunsOnAFullRedis(t *testing.T) {
 			drainFull(t, ctx, q, queue.Topic{Name: "full-" + string(format), Slots: 1, Format: format})
 		})
 	}
-	if _, err := q.Heartbeat(ctx, "dq", "replica-a", time.Minute); err != nil {
+	if _, err := membership.New(q).Heartbeat(ctx, "dq", "replica-a", time.Minute); err != nil {
 		t.Errorf("Heartbeat on a full Redis: %v", err)
 	}
 	// A daemon's reports (held, the limits its environment gives a topic)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/delaybridge/delaybridge/internal/testing/redistest"
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -41,7 +42,7 @@ func registerOld(t *testing.T, q *queue.Queue, prefix string) {
 func TestDaemonRefusesALayoutThatALiveReplicaDisagreesWith(t *testing.T) {
 	q, prefix := daemonEnv(t, "4")
 	registerOld(t, q, prefix)
-	if _, err := q.Heartbeat(context.Background(), prefix, "a", time.Minute); err != nil {
+	if _, err := membership.New(q).Heartbeat(context.Background(), prefix, "a", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/delaybridge/delaybridge/flowstate"
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -41,11 +42,11 @@ func runReplicas(ctx context.Context, args []string, s stdio) int {
 		return code
 	}
 	defer c.close()
-	set, err := c.q.Replicas(ctx, c.cfg.KeyPrefix)
+	set, err := membership.New(c.q).Replicas(ctx, c.cfg.KeyPrefix)
 	if err != nil {
 		return c.fail(err)
 	}
-	fw, err := c.q.Forwarding(ctx, c.cfg.KeyPrefix)
+	fw, err := membership.New(c.q).Forwarding(ctx, c.cfg.KeyPrefix)
 	if err != nil {
 		return c.fail(err)
 	}
@@ -116,10 +117,10 @@ func addEnvLimits(rows []replicaRow, topics []queue.Topic, limits []limitsJSON) 
 }
 
 // replicaRows gives each live replica the slots it owns of each topic it
-// forwards, shared among those that forward it (queue.Forwarding.Owned). A
+// forwards, shared among those that forward it (membership.Forwarding.Owned). A
 // heartbeat sets the deadline to beat + ttl, so its age is now - (deadline -
 // ttl) by Redis's clock.
-func replicaRows(set queue.ReplicaSet, fw queue.Forwarding, topics []queue.Topic, ttl time.Duration, all bool) []replicaRow {
+func replicaRows(set membership.ReplicaSet, fw membership.Forwarding, topics []queue.Topic, ttl time.Duration, all bool) []replicaRow {
 	fw.Live = set.Live
 	owned := fw.Owned(topics, all)
 	rows := make([]replicaRow, len(set.Live))

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/membership"
 )
 
 func TestReplicasListsLiveReplicasAndTheSlotsTheyOwn(t *testing.T) {
@@ -17,7 +17,7 @@ func TestReplicasListsLiveReplicasAndTheSlotsTheyOwn(t *testing.T) {
 		t.Errorf("empty set:\n%s", out)
 	}
 	for _, id := range []string{"pod-a", "pod-b", "pod-c"} {
-		if _, err := e.q.Heartbeat(e.ctx, e.orders.Prefix, id, 5*time.Second); err != nil {
+		if _, err := membership.New(e.q).Heartbeat(e.ctx, e.orders.Prefix, id, 5*time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -31,7 +31,7 @@ func TestReplicasListsLiveReplicasAndTheSlotsTheyOwn(t *testing.T) {
 	if len(res.Replicas) != 3 {
 		t.Fatalf("replicas %+v, want pod-a, pod-b, pod-c", res.Replicas)
 	}
-	owners := queue.Assign([]string{"pod-a", "pod-b", "pod-c"}, "orders", 4)
+	owners := membership.Assign([]string{"pod-a", "pod-b", "pod-c"}, "orders", 4)
 	total := 0
 	for _, r := range res.Replicas {
 		if r.HeartbeatAgeMS < 0 || r.HeartbeatAgeMS > 2000 || r.ExpiresInMS < 3000 {

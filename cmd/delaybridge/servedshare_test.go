@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/membership"
 )
 
 // TestReplicasShareATopicsSlotsAmongThoseThatForwardIt: pod-a reports
@@ -20,13 +20,13 @@ func TestReplicasShareATopicsSlotsAmongThoseThatForwardIt(t *testing.T) {
 	e := newCLIEnv(t)
 	prefix := e.orders.Prefix
 	for _, id := range []string{"pod-a", "pod-b", "pod-c"} {
-		if _, err := e.q.Heartbeat(e.ctx, prefix, id, time.Minute); err != nil {
+		if _, err := membership.New(e.q).Heartbeat(e.ctx, prefix, id, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}
 	live := []string{"pod-a", "pod-b", "pod-c"}
 	for id, topics := range map[string][]string{"pod-a": {"orders"}, "pod-b": {"legacy"}} {
-		if err := e.q.ReportServed(e.ctx, prefix, id, topics, live, time.Minute); err != nil {
+		if err := membership.New(e.q).ReportServed(e.ctx, prefix, id, topics, live, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,7 +42,7 @@ func TestReplicasShareATopicsSlotsAmongThoseThatForwardIt(t *testing.T) {
 		if name == "legacy" {
 			slots = 1
 		}
-		owners := queue.Assign(ids, name, slots)
+		owners := membership.Assign(ids, name, slots)
 		total := 0
 		for _, r := range res.Replicas {
 			got, ok := r.Owned[name]

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/delaybridge/delaybridge/internal/flowtext"
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -202,7 +203,7 @@ type topicNote struct {
 // topicNotes are the topics of registered, of this shell's configuration
 // and of queue.Waiting that no live replica forwards.
 func (c *cli) topicNotes(ctx context.Context, registered []queue.Topic) ([]topicNote, error) {
-	f, err := c.q.Forwarding(ctx, c.cfg.KeyPrefix)
+	f, err := membership.New(c.q).Forwarding(ctx, c.cfg.KeyPrefix)
 	var waiting []queue.Layout
 	if err == nil {
 		waiting, err = c.q.Waiting(ctx, c.cfg.KeyPrefix)

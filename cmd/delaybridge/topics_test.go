@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/delaybridge/delaybridge/internal/testing/redistest"
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -36,14 +37,14 @@ func TestLayoutMismatchNamesTheWayOutAndTopicsChangesTheRegistry(t *testing.T) {
 	if out := e.mustRun("", "topics"); !strings.Contains(out, "orders") || !strings.Contains(out, "format=raw") || !strings.Contains(out, "DIFFER (slots=1 format=envelope)") {
 		t.Errorf("topics:\n%s", out)
 	}
-	if _, err := q.Heartbeat(ctx, prefix, "live-replica", time.Minute); err != nil {
+	if _, err := membership.New(q).Heartbeat(ctx, prefix, "live-replica", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errs = e.run("", "topics", "set", "orders", "--format", "envelope", "--yes")
 	if code != exitFail || !strings.Contains(errs, "live replicas live-replica") {
 		t.Fatalf("topics set with a live replica: exit %d, want 1 naming it\nstderr: %s", code, errs)
 	}
-	if _, err := q.Leave(ctx, prefix, "live-replica"); err != nil {
+	if _, err := membership.New(q).Leave(ctx, prefix, "live-replica"); err != nil {
 		t.Fatal(err)
 	}
 	if code, out, _ := e.run("n\n", "topics", "set", "orders", "--format", "envelope"); code != exitFail || !strings.Contains(out, "nothing changed") {

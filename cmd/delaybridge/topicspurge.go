@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/delaybridge/delaybridge/membership"
 )
 
 // purgeTopic is `topics purge TOPIC`: after a confirmation, it deletes
@@ -16,7 +18,7 @@ func (c *cli) purgeTopic(ctx context.Context, name string, yes bool) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	fw, err := c.q.Forwarding(ctx, c.cfg.KeyPrefix)
+	fw, err := membership.New(c.q).Forwarding(ctx, c.cfg.KeyPrefix)
 	if err != nil {
 		return c.fail(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -43,12 +44,12 @@ func TestTopicsPurgeDeletesOneTopicsDataAfterAConfirmation(t *testing.T) {
 	}
 	live := []string{"pod-a", "pod-b"}
 	for _, id := range live {
-		if _, err := e.q.Heartbeat(e.ctx, prefix, id, time.Minute); err != nil {
+		if _, err := membership.New(e.q).Heartbeat(e.ctx, prefix, id, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for id, topics := range map[string][]string{"pod-a": {"legacy", "orders"}, "pod-b": {"legacy"}} {
-		if err := e.q.ReportServed(e.ctx, prefix, id, topics, live, time.Minute); err != nil {
+		if err := membership.New(e.q).ReportServed(e.ctx, prefix, id, topics, live, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -58,7 +59,7 @@ func TestTopicsPurgeDeletesOneTopicsDataAfterAConfirmation(t *testing.T) {
 	if n := len(keysOf(prefix + ":{orders*")); n < 5 {
 		t.Fatalf("a refused or unconfirmed purge deleted orders keys: %d left", n)
 	}
-	if _, err := e.q.Leave(e.ctx, prefix, "pod-a"); err != nil {
+	if _, err := membership.New(e.q).Leave(e.ctx, prefix, "pod-a"); err != nil {
 		t.Fatal(err)
 	}
 

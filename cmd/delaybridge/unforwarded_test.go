@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/delaybridge/delaybridge/membership"
 )
 
 // TestTopicNoDaemonForwardsIsNeverSilent: a live daemon runs orders and
@@ -16,11 +18,11 @@ func TestTopicNoDaemonForwardsIsNeverSilent(t *testing.T) {
 	e := newCLIEnv(t)
 	prefix := e.orders.Prefix
 	t.Setenv("DELAYBRIDGE_TOPICS", "orders,legacy,payments")
-	set, err := e.q.Heartbeat(e.ctx, prefix, "daemon-1", time.Minute)
+	set, err := membership.New(e.q).Heartbeat(e.ctx, prefix, "daemon-1", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.q.ReportServed(e.ctx, prefix, "daemon-1", []string{"orders", "legacy"}, set.Live, time.Minute); err != nil {
+	if err := membership.New(e.q).ReportServed(e.ctx, prefix, "daemon-1", []string{"orders", "legacy"}, set.Live, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	const warning = "no live replica forwards payments"

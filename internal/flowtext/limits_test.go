@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/delaybridge/delaybridge/flowstate"
-	"github.com/delaybridge/delaybridge/queue"
+	"github.com/delaybridge/delaybridge/membership"
 )
 
 func TestShownLimitsAreTheDaemonsReportsGroupedWithTheRunTimeOnesWinning(t *testing.T) {
@@ -21,27 +21,27 @@ func TestShownLimitsAreTheDaemonsReportsGroupedWithTheRunTimeOnesWinning(t *test
 	// b reports nothing: a daemon reports only the topics its environment
 	// limits; live, it runs the topic unlimited.
 	reported := []flowstate.ReplicaLimits{r("c", 300, "", -1), r("a", 300, "", -1)}
-	abc := queue.ReplicaSet{Live: []string{"a", "b", "c"}, Deadlines: map[string]time.Time{"b": time.Now()}}
+	abc := membership.ReplicaSet{Live: []string{"a", "b", "c"}, Deadlines: map[string]time.Time{"b": time.Now()}}
 	for _, c := range []struct {
 		name    string
 		o       flowstate.Override
 		reports []flowstate.ReplicaLimits
-		live    queue.ReplicaSet
+		live    membership.ReplicaSet
 		rate    float64
 		source  string
 		groups  int
 		text    string
 	}{
-		{"no daemon known: this reader's environment", flowstate.Override{}, nil, queue.ReplicaSet{}, 7, flowstate.SourceHere, 0,
+		{"no daemon known: this reader's environment", flowstate.Override{}, nil, membership.ReplicaSet{}, 7, flowstate.SourceHere, 0,
 			"rate limit 7/s (environment here: no live daemon reports its own)"},
-		{"no daemon known, run time", flowstate.Override{Rate: &rate}, nil, queue.ReplicaSet{}, 50, flowstate.SourceRunTime, 0, "rate limit 50/s (run time)"},
-		{"the daemons agree", flowstate.Override{}, agree, queue.ReplicaSet{}, 300, flowstate.SourceEnv, 1, "rate limit 300/s (environment)"},
-		{"the daemons differ", flowstate.Override{}, differ, queue.ReplicaSet{}, 300, flowstate.SourceEnv, 2,
+		{"no daemon known, run time", flowstate.Override{Rate: &rate}, nil, membership.ReplicaSet{}, 50, flowstate.SourceRunTime, 0, "rate limit 50/s (run time)"},
+		{"the daemons agree", flowstate.Override{}, agree, membership.ReplicaSet{}, 300, flowstate.SourceEnv, 1, "rate limit 300/s (environment)"},
+		{"the daemons differ", flowstate.Override{}, differ, membership.ReplicaSet{}, 300, flowstate.SourceEnv, 2,
 			"rate limit 300/s on 2 replicas (a, c); no limit on 1 replica (b) (environment)"},
 		{"a live replica without a report runs it unlimited", flowstate.Override{}, reported, abc, 300, flowstate.SourceEnv, 2,
 			"rate limit 300/s on 2 replicas (a, c); no limit on 1 replica (b) (environment)"},
-		{"run time overrides where they differ", flowstate.Override{Rate: &rate}, differ, queue.ReplicaSet{}, 50, flowstate.SourceRunTime, 1, "rate limit 50/s (run time)"},
-		{"run time elsewhere keeps the difference", flowstate.Override{HoldAbove: &hold}, differ, queue.ReplicaSet{}, 300, flowstate.SourceRunTime, 2,
+		{"run time overrides where they differ", flowstate.Override{Rate: &rate}, differ, membership.ReplicaSet{}, 50, flowstate.SourceRunTime, 1, "rate limit 50/s (run time)"},
+		{"run time elsewhere keeps the difference", flowstate.Override{HoldAbove: &hold}, differ, membership.ReplicaSet{}, 300, flowstate.SourceRunTime, 2,
 			"rate limit 300/s, holds while its hold queue has more than 10 ready on 2 replicas (a, c); holds while its hold queue has more than 10 ready on 1 replica (b) (run time)"},
 		{"live daemons without reports run it unlimited, whatever this reader's environment", flowstate.Override{}, nil, abc, 0, "", 1, ""},
 	} {

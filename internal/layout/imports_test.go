@@ -45,25 +45,29 @@ var ranks = []struct {
 	// The data model and the sink contract.
 	{"queue", 1},
 	{"sinks", 1},
+	// Membership: the replicas' heartbeats, the served reports, who owns
+	// which slot; over the queue's Redis and key names, below everything
+	// that applies or shows it.
+	{"membership", 2},
 	// Flow control's shared state in Redis, on the queue's topics and keys
 	// (queue.FlowKeys): below the forwarder that obeys it and the CLI and
 	// console that show it, and free of their words.
-	{"flowstate", 2},
+	{"flowstate", 3},
 	// What flow control says to people, once for the CLI and the console.
-	{"internal/flowtext", 3},
+	{"internal/flowtext", 4},
 	// What uses them: the pipeline, the intake, the configuration, the
 	// console and the HTTP API (queue and flowstate only: never the
 	// forwarder), the sink adapters (sinks, never forwarder).
-	{"forwarder", 4},
-	{"intake", 4},
-	{"config", 4},
-	{"console", 4},
-	{"api", 4},
-	{"sinks/...", 4},
+	{"forwarder", 5},
+	{"intake", 5},
+	{"config", 5},
+	{"console", 5},
+	{"api", 5},
+	{"sinks/...", 5},
 	// Connecting as the configuration says (it reads config).
-	{"redisclient", 5},
+	{"redisclient", 6},
 	// main packages: wiring only.
-	{"cmd/...", 6},
+	{"cmd/...", 7},
 	// Test tooling, benches, examples and generators.
 	{"internal/testing/...", tooling},
 	{"internal/layout", tooling},
@@ -137,6 +141,8 @@ func TestImportRuleRefusesTheArrowsTheDesignForbids(t *testing.T) {
 		{"queue", "forwarder"},
 		{"queue", "sinks"},
 		{"envelope", "queue"},
+		{"queue", "membership"},
+		{"membership", "forwarder"},
 		{"queue", "config"},
 		{"sinks", "queue"},
 		{"sinks/amqp", "forwarder"},

@@ -12,7 +12,7 @@ import (
 )
 
 // maxResults is the most values a function of the product returns: a
-// fourth is a params struct's job (riverdriver's XxxParams, queue.Beat), so
+// fourth is a params struct's job (riverdriver's XxxParams, membership.Beat), so
 // a caller reads fields by name instead of a position among four.
 const maxResults = 3
 

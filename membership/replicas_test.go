@@ -1,4 +1,4 @@
-package queue
+package membership
 
 import (
 	"context"
@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/delaybridge/delaybridge/internal/testing/redistest"
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 func TestHeartbeatReturnsLiveReplicasWithDeadlinesAndDropsExpiredOnes(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := redistest.New(t)
-	q := New(rdb)
+	q := New(queue.New(rdb))
 	ctx := context.Background()
 
 	if _, err := q.Heartbeat(ctx, prefix, "short", 50*time.Millisecond); err != nil {

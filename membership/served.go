@@ -1,4 +1,4 @@
-package queue
+package membership
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delaybridge/delaybridge/internal/luakeys"
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // A daemon forwards the topics of its own environment (DELAYBRIDGE_TOPICS),
@@ -36,7 +37,7 @@ import (
 // ServedKey is the HASH replica id → the topics it forwards, comma-separated.
 func ServedKey(prefix string) string {
 	if prefix == "" {
-		prefix = DefaultPrefix
+		prefix = queue.DefaultPrefix
 	}
 	return prefix + ":replicas:topics"
 }
@@ -56,7 +57,7 @@ func ServedKey(prefix string) string {
 // after the last report, so no daemon left means no key left. Returns the
 // report of each of ARGV[4…] in that order (nil: none), so the heartbeat
 // that reports needs no other read of the HASH.
-var servedScript = luakeys.NewScript(allowOOMLua + `
+var servedScript = luakeys.NewScript(luakeys.AllowOOMLua + `
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 local live = {}
 for i = 4, #ARGV do live[ARGV[i]] = true end
@@ -78,20 +79,20 @@ return out
 
 // ReportServed records that replica forwards topics, for ttl, and forgets
 // the reports of replicas not in live.
-func (q *Queue) ReportServed(ctx context.Context, prefix, replica string, topics, live []string, ttl time.Duration) error {
-	_, err := q.ReportServedAndRead(ctx, prefix, replica, topics, live, ttl)
+func (s *Store) ReportServed(ctx context.Context, prefix, replica string, topics, live []string, ttl time.Duration) error {
+	_, err := s.ReportServedAndRead(ctx, prefix, replica, topics, live, ttl)
 	return err
 }
 
 // ReportServedAndRead is ReportServed that returns who forwards what among
 // live (sorted, as a heartbeat returns them) in the same call.
-func (q *Queue) ReportServedAndRead(ctx context.Context, prefix, replica string, topics, live []string, ttl time.Duration) (Forwarding, error) {
+func (s *Store) ReportServedAndRead(ctx context.Context, prefix, replica string, topics, live []string, ttl time.Duration) (Forwarding, error) {
 	args := make([]any, 0, 3+len(live))
 	args = append(args, replica, strings.Join(topics, ","), max(1, ttl.Milliseconds()))
 	for _, id := range live {
 		args = append(args, id)
 	}
-	vals, err := servedScript.Run(ctx, q.rdb, []string{ServedKey(prefix)}, args...).Slice()
+	vals, err := servedScript.Run(ctx, s.rdb, []string{ServedKey(prefix)}, args...).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return Forwarding{}, fmt.Errorf("report the topics %s forwards in %s: %w", replica, ServedKey(prefix), err)
 	}
@@ -100,11 +101,11 @@ func (q *Queue) ReportServedAndRead(ctx context.Context, prefix, replica string,
 
 // ServedBy reads who forwards what among live, the replicas a heartbeat
 // just returned (one HMGET: what Forwarding reads after the replica set).
-func (q *Queue) ServedBy(ctx context.Context, prefix string, live []string) (Forwarding, error) {
+func (s *Store) ServedBy(ctx context.Context, prefix string, live []string) (Forwarding, error) {
 	if len(live) == 0 {
 		return Forwarding{Live: live, Served: map[string][]string{}}, nil
 	}
-	vals, err := q.rdb.HMGet(ctx, ServedKey(prefix), live...).Result()
+	vals, err := s.rdb.HMGet(ctx, ServedKey(prefix), live...).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return Forwarding{}, fmt.Errorf("read the topics the replicas forward in %s: %w", ServedKey(prefix), err)
 	}
@@ -123,24 +124,15 @@ type Beat struct {
 	ReadErr error
 }
 
-// HeartbeatServed is Beat with its answer in four results.
-//
-// Deprecated: use Beat, whose one error is the heartbeat's and
-// whose Beat.ReadErr is the reports'.
-func (q *Queue) HeartbeatServed(ctx context.Context, prefix, id string, ttl time.Duration) (set ReplicaSet, fw Forwarding, readErr, err error) {
-	b, err := q.Beat(ctx, prefix, id, ttl)
-	return b.Set, b.Forwarding, b.ReadErr, err
-}
-
 // Beat is Heartbeat that also reads, in the same round trip (a
 // pipeline of the heartbeat script and an HGETALL of ServedKey), who
 // forwards what among the live replicas it returns: a daemon sees a report
 // appear or change at its next heartbeat at no extra wait. err is the
 // heartbeat's; Beat.ReadErr, with err nil, says the reports could not be
 // read (Beat.Forwarding is then empty).
-func (q *Queue) Beat(ctx context.Context, prefix, id string, ttl time.Duration) (Beat, error) {
-	key := ReplicasKey(prefix)
-	pipe := q.rdb.Pipeline()
+func (s *Store) Beat(ctx context.Context, prefix, id string, ttl time.Duration) (Beat, error) {
+	key := queue.ReplicasKey(prefix)
+	pipe := s.rdb.Pipeline()
 	hb := heartbeatScript.EvalSha(ctx, pipe, []string{key}, id, ttl.Milliseconds(), flag(false))
 	all := pipe.HGetAll(ctx, ServedKey(prefix))
 	_, _ = pipe.Exec(ctx) // errors are read per command below
@@ -150,8 +142,8 @@ func (q *Queue) Beat(ctx context.Context, prefix, id string, ttl time.Duration) 
 		// fall back to EVAL as Script.Run does, and the daemon's ACL grants
 		// no SCRIPT LOAD. Run's EVAL caches the script for the next beat;
 		// this one reads the reports in a second round trip.
-		res, err = heartbeatScript.Run(ctx, q.rdb, []string{key}, id, ttl.Milliseconds(), flag(false)).StringSlice()
-		all = q.rdb.HGetAll(ctx, ServedKey(prefix))
+		res, err = heartbeatScript.Run(ctx, s.rdb, []string{key}, id, ttl.Milliseconds(), flag(false)).StringSlice()
+		all = s.rdb.HGetAll(ctx, ServedKey(prefix))
 	}
 	if err != nil {
 		return Beat{}, fmt.Errorf("heartbeat %s in %s: %w", id, key, err)
@@ -187,8 +179,8 @@ func forwardingOf(live []string, vals []any) Forwarding {
 
 // Unserve drops replica's report, as it leaves the replica set: the HASH
 // goes with the last report, so a stopped deployment leaves no key behind.
-func (q *Queue) Unserve(ctx context.Context, prefix, replica string) error {
-	if err := q.rdb.HDel(ctx, ServedKey(prefix), replica).Err(); err != nil {
+func (s *Store) Unserve(ctx context.Context, prefix, replica string) error {
+	if err := s.rdb.HDel(ctx, ServedKey(prefix), replica).Err(); err != nil {
 		return fmt.Errorf("drop the topics %s forwards from %s: %w", replica, ServedKey(prefix), err)
 	}
 	return nil
@@ -206,12 +198,12 @@ type Forwarding struct {
 }
 
 // Forwarding reads the live replicas of prefix and the topics each forwards.
-func (q *Queue) Forwarding(ctx context.Context, prefix string) (Forwarding, error) {
-	set, err := q.Replicas(ctx, prefix)
+func (s *Store) Forwarding(ctx context.Context, prefix string) (Forwarding, error) {
+	set, err := s.Replicas(ctx, prefix)
 	if err != nil {
 		return Forwarding{}, err
 	}
-	return q.ServedBy(ctx, prefix, set.Live)
+	return s.ServedBy(ctx, prefix, set.Live)
 }
 
 // Forwards reports whether replica forwards topic (true when it has not
@@ -249,8 +241,8 @@ func (f Forwarding) Unforwarded(topic string) string {
 // a live replica forwards it, else why its messages wait
 // (Forwarding.Unforwarded). A topic that is not registered is noted
 // (NoteWaiting), so the daemons' gauge of unforwarded messages counts it.
-func (q *Queue) WarnUnforwarded(ctx context.Context, t Topic) (string, error) {
-	f, err := q.Forwarding(ctx, t.Prefix)
+func (s *Store) WarnUnforwarded(ctx context.Context, t queue.Topic) (string, error) {
+	f, err := s.Forwarding(ctx, t.Prefix)
 	if err != nil {
 		return "", err
 	}
@@ -258,10 +250,10 @@ func (q *Queue) WarnUnforwarded(ctx context.Context, t Topic) (string, error) {
 	if w == "" {
 		return "", nil
 	}
-	if _, ok, err := q.Layout(ctx, t.Prefix, t.Name); err != nil {
+	if _, ok, err := s.q.Layout(ctx, t.Prefix, t.Name); err != nil {
 		return w, err
 	} else if !ok {
-		return w, q.NoteWaiting(ctx, t)
+		return w, s.q.NoteWaiting(ctx, t)
 	}
 	return w, nil
 }
@@ -287,7 +279,7 @@ func (f Forwarding) Owner(topic string, slot int) string {
 // scans every slot). A topic a replica does not forward is absent from its
 // map; one it forwards but owns nothing of maps to an empty list, never nil.
 // The daemons compute the same from the same reports.
-func (f Forwarding) Owned(topics []Topic, all bool) []map[string][]int {
+func (f Forwarding) Owned(topics []queue.Topic, all bool) []map[string][]int {
 	owned := make([]map[string][]int, len(f.Live))
 	for i := range owned {
 		owned[i] = make(map[string][]int, len(topics))

@@ -1,4 +1,4 @@
-package queue
+package membership
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/delaybridge/delaybridge/internal/luakeys"
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // heartbeatScript renews (or drops) one replica in the replica set and
@@ -22,7 +23,7 @@ import (
 // left out; the ZREMRANGEBYSCORE runs only when one has expired, so an idle
 // heartbeat costs two commands (ZADD, ZRANGE). Returns
 // {now, id1, deadline1, id2, deadline2, …} in deadline order.
-var heartbeatScript = luakeys.NewScript(allowOOMLua + nowLua + `
+var heartbeatScript = luakeys.NewScript(luakeys.AllowOOMLua + luakeys.NowLua + `
 local nowstr = string.format('%.0f', now)
 if ARGV[3] == '1' then
   redis.call('ZREM', KEYS[1], ARGV[1])
@@ -72,29 +73,29 @@ func (s ReplicaSet) NextExpiry(self string) (time.Time, bool) {
 
 // Heartbeat renews replica id in the replica set of prefix for ttl and
 // returns the live replicas (including id) with their deadlines.
-func (q *Queue) Heartbeat(ctx context.Context, prefix, id string, ttl time.Duration) (ReplicaSet, error) {
-	return q.heartbeat(ctx, prefix, id, ttl, false)
+func (s *Store) Heartbeat(ctx context.Context, prefix, id string, ttl time.Duration) (ReplicaSet, error) {
+	return s.heartbeat(ctx, prefix, id, ttl, false)
 }
 
 // Leave drops replica id from the replica set so the others take over its
 // slots at once, and returns the replicas left.
-func (q *Queue) Leave(ctx context.Context, prefix, id string) ([]string, error) {
-	s, err := q.heartbeat(ctx, prefix, id, 0, true)
-	return s.Live, err
+func (s *Store) Leave(ctx context.Context, prefix, id string) ([]string, error) {
+	set, err := s.heartbeat(ctx, prefix, id, 0, true)
+	return set.Live, err
 }
 
 // heartbeat runs heartbeatScript: renew (or, with leave, drop) id.
-func (q *Queue) heartbeat(ctx context.Context, prefix, id string, ttl time.Duration, leave bool) (ReplicaSet, error) {
-	key := ReplicasKey(prefix)
-	res, err := heartbeatScript.Run(ctx, q.rdb, []string{key}, id, ttl.Milliseconds(), flag(leave)).StringSlice()
+func (s *Store) heartbeat(ctx context.Context, prefix, id string, ttl time.Duration, leave bool) (ReplicaSet, error) {
+	key := queue.ReplicasKey(prefix)
+	res, err := heartbeatScript.Run(ctx, s.rdb, []string{key}, id, ttl.Milliseconds(), flag(leave)).StringSlice()
 	if err != nil {
 		return ReplicaSet{}, fmt.Errorf("heartbeat %s in %s: %w", id, key, err)
 	}
-	s, err := parseReplicaSet(key, res)
+	set, err := parseReplicaSet(key, res)
 	if err != nil {
 		return ReplicaSet{}, fmt.Errorf("heartbeat %s: %w", id, err)
 	}
-	return s, nil
+	return set, nil
 }
 
 // parseReplicaSet reads {now, id1, deadline1, …} of key.
@@ -107,7 +108,7 @@ func parseReplicaSet(key string, res []string) (ReplicaSet, error) {
 		if err != nil {
 			return time.Time{}, fmt.Errorf("%s: parse %q: %w", key, v, err)
 		}
-		return MillisTime(f), nil
+		return queue.MillisTime(f), nil
 	}
 	s := ReplicaSet{Deadlines: make(map[string]time.Time, len(res)/2)}
 	var err error
@@ -136,7 +137,7 @@ const maxReplicas = 10000
 //
 // Returns {now, id1, deadline1, …} in deadline order: the replicas whose
 // deadline is after Redis's now, as heartbeatScript counts them live.
-var replicasScript = luakeys.NewScript(nowLua + `
+var replicasScript = luakeys.NewScript(luakeys.NowLua + `
 local nowstr = string.format('%.0f', now)
 local out = {nowstr}
 local live = redis.call('ZRANGE', KEYS[1], '(' .. nowstr, '+inf', 'BYSCORE', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[1]))
@@ -148,9 +149,9 @@ return out
 
 // Replicas reads the live replicas of prefix as the daemons see them, for
 // inspection: it renews and drops nothing.
-func (q *Queue) Replicas(ctx context.Context, prefix string) (ReplicaSet, error) {
-	key := ReplicasKey(prefix)
-	res, err := replicasScript.Run(ctx, q.rdb, []string{key}, maxReplicas).StringSlice()
+func (s *Store) Replicas(ctx context.Context, prefix string) (ReplicaSet, error) {
+	key := queue.ReplicasKey(prefix)
+	res, err := replicasScript.Run(ctx, s.rdb, []string{key}, maxReplicas).StringSlice()
 	if err != nil {
 		return ReplicaSet{}, fmt.Errorf("read replicas in %s: %w", key, err)
 	}

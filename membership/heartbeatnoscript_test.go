@@ -1,4 +1,4 @@
-package queue_test
+package membership_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delaybridge/delaybridge/internal/testing/e2etest"
+	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -29,7 +30,7 @@ func TestHeartbeatOnARedisThatLostItsScriptsNeedsNoScriptLoad(t *testing.T) {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, Username: "daemon", Password: "pw"})
 	defer rdb.Close()
-	q := queue.New(rdb)
+	q := membership.New(queue.New(rdb))
 	if err := q.ReportServed(ctx, prefix, "b", []string{"orders"}, []string{"b"}, time.Minute); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package queue
+package membership
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/delaybridge/delaybridge/internal/testing/redistest"
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // TestForwardingSharesATopicsSlotsOnlyAmongItsForwarders: x has not
@@ -18,7 +19,7 @@ import (
 func TestForwardingSharesATopicsSlotsOnlyAmongItsForwarders(t *testing.T) {
 	t.Parallel()
 	f := Forwarding{Live: []string{"x", "y", "z"}, Served: map[string][]string{"y": {"orders"}, "z": {"digests", "other"}}}
-	topics := []Topic{{Name: "orders", Slots: 8}, {Name: "digests", Slots: 16}, {Name: "nobody", Slots: 4}}
+	topics := []queue.Topic{{Name: "orders", Slots: 8}, {Name: "digests", Slots: 16}, {Name: "nobody", Slots: 4}}
 	forwarders := map[string][]string{"orders": {"x", "y"}, "digests": {"x", "z"}, "nobody": {"x"}}
 	owned := f.Owned(topics, false)
 	for _, tp := range topics {
@@ -75,13 +76,13 @@ func TestForwardingSharesATopicsSlotsOnlyAmongItsForwarders(t *testing.T) {
 }
 
 // TestReportServedAndReadAnswersWhatForwardingReads: the report's answer,
-// ServedBy and HeartbeatServed are the reports of the live replicas
+// ServedBy and Beat are the reports of the live replicas
 // Forwarding reads, a replica without one absent; the report drops a
 // replica no longer live.
 func TestReportServedAndReadAnswersWhatForwardingReads(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := redistest.New(t)
-	q := New(rdb)
+	q := New(queue.New(rdb))
 	ctx := context.Background()
 	for _, id := range []string{"gone", "old", "b"} {
 		if _, err := q.Heartbeat(ctx, prefix, id, time.Minute); err != nil {
@@ -118,11 +119,11 @@ func TestReportServedAndReadAnswersWhatForwardingReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, hb, readErr, err := q.HeartbeatServed(ctx, prefix, "a", time.Minute)
-	if err != nil || readErr != nil || !slices.Equal(set.Live, got.Live) {
-		t.Fatalf("HeartbeatServed: live %v, %v, %v; want %v", set.Live, readErr, err, got.Live)
+	b, err := q.Beat(ctx, prefix, "a", time.Minute)
+	if err != nil || b.ReadErr != nil || !slices.Equal(b.Set.Live, got.Live) {
+		t.Fatalf("Beat: live %v, %v, %v; want %v", b.Set.Live, b.ReadErr, err, got.Live)
 	}
-	for name, f := range map[string]Forwarding{"ServedBy": by, "Forwarding": read, "HeartbeatServed": hb} {
+	for name, f := range map[string]Forwarding{"ServedBy": by, "Forwarding": read, "Beat": b.Forwarding} {
 		if !slices.Equal(f.Live, got.Live) || !maps.EqualFunc(f.Served, want, slices.Equal) {
 			t.Errorf("%s %+v, want the report's answer %+v", name, f, got)
 		}
@@ -138,7 +139,7 @@ func TestReportServedAndReadAnswersWhatForwardingReads(t *testing.T) {
 func TestHeartbeatRemovesExpiredReplicasFromTheSet(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := redistest.New(t)
-	q := New(rdb)
+	q := New(queue.New(rdb))
 	ctx := context.Background()
 	if _, err := q.Heartbeat(ctx, prefix, "short", 20*time.Millisecond); err != nil {
 		t.Fatal(err)
@@ -148,7 +149,7 @@ func TestHeartbeatRemovesExpiredReplicasFromTheSet(t *testing.T) {
 	if err != nil || !slices.Equal(set.Live, []string{"a"}) {
 		t.Fatalf("live %v, %v; want a", set.Live, err)
 	}
-	if members, err := rdb.ZRange(ctx, ReplicasKey(prefix), 0, -1).Result(); err != nil || !slices.Equal(members, []string{"a"}) {
+	if members, err := rdb.ZRange(ctx, queue.ReplicasKey(prefix), 0, -1).Result(); err != nil || !slices.Equal(members, []string{"a"}) {
 		t.Errorf("replica set %v, %v; want a alone", members, err)
 	}
 }

@@ -1,10 +1,12 @@
-package queue
+package membership
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // randomReplicas returns n replica ids like a Deployment's pod names.
@@ -172,7 +174,7 @@ func TestOwnershipSharesSlotsFairlyAndMovesOnlyANewReplicasShare(t *testing.T) {
 
 func TestOwnedSlotsGiveEachReplicaItsAssignedSlotsOrEverySlot(t *testing.T) {
 	live := []string{"pod-a", "pod-b", "pod-c"}
-	topics := []Topic{{Name: "orders", Slots: 8}, {Name: "one", Slots: 1}}
+	topics := []queue.Topic{{Name: "orders", Slots: 8}, {Name: "one", Slots: 1}}
 	owned := OwnedSlots(live, topics, false)
 	for _, tp := range topics {
 		owners := Assign(live, tp.Name, tp.SlotCount())

@@ -1,10 +1,12 @@
-package queue
+package membership
 
 import (
 	"encoding/binary"
 	"hash/fnv"
 	"sort"
 	"strconv"
+
+	"github.com/delaybridge/delaybridge/queue"
 )
 
 // Which replica owns which slot is a fact of the data model: every replica
@@ -119,6 +121,6 @@ func mix(z uint64) uint64 {
 // every slot when all. A topic a replica owns nothing of maps to an empty
 // list, never nil. What the daemons scan, and the CLI and the console show,
 // is Forwarding.Owned over the replicas' reports.
-func OwnedSlots(live []string, topics []Topic, all bool) []map[string][]int {
+func OwnedSlots(live []string, topics []queue.Topic, all bool) []map[string][]int {
 	return Forwarding{Live: live}.Owned(topics, all)
 }
