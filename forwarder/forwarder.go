@@ -22,7 +22,8 @@
 // claimed messages and the slot-order rules after a lost connection),
 // lease.go (renewing the leases of slow batches) and release.go (the Redis
 // writes every stage shares: redisRetry, and release for members that go
-// back without an attempt).
+// back without an attempt). slotstore.go names what the stages do to the
+// slot's keys (the slot scripts in Redis, a fake in unit tests).
 //
 // Around the scanners, each background loop is a small service of its own
 // (loops.go: run, runOnce, a constructor with its config): reaper.go
@@ -69,8 +70,11 @@ type Topic struct {
 
 // Forwarder runs the scanners, the reaper and ownership of one replica.
 type Forwarder struct {
-	opt   Options
-	q     *queue.Queue
+	opt Options
+	q   *queue.Queue
+	// slots is what the scanners claim from and settle to: q, or a
+	// test's fake (slotstore.go).
+	slots slotStore
 	m     *Metrics
 	log   *slog.Logger
 	wakes *wakeups
@@ -152,6 +156,7 @@ func New(opt Options) (*Forwarder, error) {
 	f := &Forwarder{
 		opt:        opt,
 		q:          opt.Queue,
+		slots:      opt.Queue,
 		flowState:  flowstate.New(opt.Queue),
 		m:          m,
 		log:        opt.Log,

@@ -8,7 +8,6 @@ import (
 
 	"github.com/delaybridge/delaybridge/internal/backoff"
 	"github.com/delaybridge/delaybridge/internal/logrepeat"
-	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
@@ -50,8 +49,9 @@ const retryJitter = 0.2
 // release for members that go back without an attempt.
 type scanner struct {
 	cfg scannerConfig
-	q   *queue.Queue
-	m   *Metrics
+	// store is the slot's keys (slotstore.go): Redis, or a test's fake.
+	store slotStore
+	m     *Metrics
 	// health logs Redis failures as one replica's repeating failures.
 	health *redisHealth
 	topic  Topic
@@ -99,7 +99,7 @@ func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 	return &scanner{
 		cfg: scannerConfig{Lease: opt.Lease, ShutdownTimeout: opt.ShutdownTimeout, PollInterval: opt.PollInterval,
 			SafetyPoll: opt.KeyspacePollInterval, MaxAttempts: opt.MaxAttempts, Retry: f.retry, Tracing: opt.Tracing},
-		q:      f.q,
+		store:  f.slots,
 		health: f.health,
 		m:      f.m,
 		topic:  t,
