@@ -67,7 +67,7 @@ type backlog struct {
 // runOnce reads the owned slots' numbers (those that may have changed) and
 // sets the gauges; a failed read keeps the last values rather than report
 // a partial sum.
-func (g *backlogGauges) runOnce(ctx context.Context) {
+func (g *backlogGauges) runOnce(ctx context.Context) pass {
 	defer g.passed.signal()
 	per := make([]backlog, len(g.topics))
 	owned := g.owned()
@@ -85,7 +85,8 @@ func (g *backlogGauges) runOnce(ctx context.Context) {
 				if ctx.Err() == nil {
 					g.m.RedisErrs.WithLabelValues("stats").Inc()
 				}
-				return // keep the last values rather than report a partial sum
+				// Keep the last values rather than report a partial sum.
+				return pass{err: fmt.Errorf("backlog of %s slot %d: %w", g.topics[k.topic].Name, k.slot, err)}
 			}
 			g.stats.store(k, st)
 		}
@@ -104,9 +105,15 @@ func (g *backlogGauges) runOnce(ctx context.Context) {
 			p.oldest = max(p.oldest, st.Now.Sub(st.OldestOverdue))
 		}
 	}
-	if !g.probePaused(ctx, per) {
-		return
+	if err := g.probePaused(ctx, per); err != nil {
+		return pass{done: len(owned), err: err}
 	}
+	g.set(per)
+	return pass{done: len(owned)}
+}
+
+// set sets the topics' gauges to per, a pass's sums.
+func (g *backlogGauges) set(per []backlog) {
 	for i, t := range g.topics {
 		gauge, b := g.m.Backlog, per[i]
 		gauge.WithLabelValues(t.Name, "scheduled").Set(float64(b.scheduled))
@@ -129,7 +136,7 @@ func (g *backlogGauges) runOnce(ctx context.Context) {
 // probePaused reads slot 0 of every topic this replica owns no slot of, so
 // topic_paused is right on every replica, not only on the slots' owners
 // (a max over replicas then never hides a pause). False on an error.
-func (g *backlogGauges) probePaused(ctx context.Context, per []backlog) bool {
+func (g *backlogGauges) probePaused(ctx context.Context, per []backlog) error {
 	for i, t := range g.topics {
 		if per[i].sampled {
 			continue
@@ -141,11 +148,11 @@ func (g *backlogGauges) probePaused(ctx context.Context, per []backlog) bool {
 			if ctx.Err() == nil {
 				g.m.RedisErrs.WithLabelValues("stats").Inc()
 			}
-			return false
+			return fmt.Errorf("pause of %s: %w", t.Name, err)
 		}
 		per[i].paused = st.Pause.Paused
 	}
-	return true
+	return nil
 }
 
 // statsCache holds the last stats of each owned slot and whether the slot

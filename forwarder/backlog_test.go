@@ -46,7 +46,9 @@ func TestBacklogGaugesCountStatesAndTheOldestOverdueAge(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.owned = map[slotKey]*running{{0, 0}: {}, {0, 1}: {}, {1, 0}: {}}
-	f.backlog.runOnce(ctx)
+	if p := f.backlog.runOnce(ctx); p.err != nil || p.done != 3 {
+		t.Fatalf("pass read %d slots (%v), want the 3 owned", p.done, p.err)
+	}
 
 	got := gatherSeries(t, reg)
 	age := got[`delaybridge_oldest_overdue_seconds{topic="orders"}`]

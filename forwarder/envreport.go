@@ -84,7 +84,7 @@ func (r *envReporter) run(ctx context.Context) {
 	}
 	failed := false
 	for {
-		err := r.runOnce(ctx)
+		err := r.runOnce(ctx).err
 		if err != nil && !failed && ctx.Err() == nil {
 			r.log.Warn("reporting the topics' limits failed; stats and the console may not show them until it succeeds", "err", err)
 		}
@@ -101,17 +101,19 @@ func (r *envReporter) run(ctx context.Context) {
 }
 
 // runOnce writes every limited topic's report once.
-func (r *envReporter) runOnce(ctx context.Context) error {
+func (r *envReporter) runOnce(ctx context.Context) pass {
 	defer r.passed.signal()
 	var errs []error
+	done := 0
 	for i, t := range r.topics {
 		if err := r.report(ctx, t.topic, &t.limits); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		r.reported[i] = true
+		done++
 	}
-	return errors.Join(errs...)
+	return pass{done: done, err: errors.Join(errs...)}
 }
 
 // report writes (env nil: deletes) this replica's report of topic.

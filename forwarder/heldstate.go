@@ -79,17 +79,22 @@ func (r *heldReporter) run(ctx context.Context) {
 
 // runOnce reports each topic held since the last pass, and deletes the
 // report of each that was and is no longer.
-func (r *heldReporter) runOnce(ctx context.Context) {
+func (r *heldReporter) runOnce(ctx context.Context) pass {
 	defer r.passed.signal()
+	var p pass
 	for i, ft := range r.flows {
 		h := ft.heldNow()
 		if h == nil && !r.reported[i] {
 			continue
 		}
-		if r.report(ctx, ft, h) {
-			r.reported[i] = h != nil
+		if !r.report(ctx, ft, h) {
+			p.err = errors.Join(p.err, fmt.Errorf("held state of %s not written", ft.t.Name))
+			continue
 		}
+		r.reported[i] = h != nil
+		p.done++
 	}
+	return p
 }
 
 // report writes (h nil: deletes) this replica's report of ft's topic.

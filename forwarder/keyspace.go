@@ -148,9 +148,13 @@ func (w *keyspaceWatcher) run(ctx context.Context) {
 
 // runOnce reads the setting and subscribes, unsubscribes or changes the
 // mode to match.
-func (w *keyspaceWatcher) runOnce(ctx context.Context) {
+func (w *keyspaceWatcher) runOnce(ctx context.Context) pass {
 	defer w.passed.signal()
 	m, why, failed := w.wanted(ctx)
+	var p pass
+	if failed {
+		p.err = fmt.Errorf("reading notify-keyspace-events: %s", why)
+	}
 	if failed && w.want != "" {
 		// Redis did not answer: the setting is as it was. Keep the
 		// mode in force (dropping to polling would claim every slot
@@ -178,7 +182,9 @@ func (w *keyspaceWatcher) runOnce(ctx context.Context) {
 				"mode", m, "reason", why, "poll_interval", w.cfg.PollInterval)
 		}
 		w.want, w.reason = m, why
+		p.done = 1 // the mode changed
 	}
+	return p
 }
 
 // wanted reads the Redis setting: the mode it allows, and why.

@@ -58,7 +58,7 @@ func (l *limitsReader) run(ctx context.Context) {
 }
 
 // runOnce reads the run-time limits once and puts them in force.
-func (l *limitsReader) runOnce(ctx context.Context) {
+func (l *limitsReader) runOnce(ctx context.Context) pass {
 	defer l.passed.signal()
 	rctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	os, err := l.q.LimitsOf(rctx, l.topics)
@@ -78,5 +78,7 @@ func (l *limitsReader) runOnce(ctx context.Context) {
 		for i, o := range os {
 			l.flows[i].apply(o)
 		}
+		return pass{done: len(os)}
 	}
+	return pass{err: err}
 }

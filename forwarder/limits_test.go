@@ -35,7 +35,9 @@ func TestLimitsReaderPutsTheRunTimeLimitsInForceInOnePass(t *testing.T) {
 	if r := ft.rateNow(); r != 50 {
 		t.Fatalf("rate %v before the reader's pass, want 50 still", r)
 	}
-	f.limits.runOnce(ctx)
+	if p := f.limits.runOnce(ctx); p.err != nil || p.done != 1 {
+		t.Fatalf("pass applied the limits of %d topics (%v), want 1", p.done, p.err)
+	}
 	if r := ft.rateNow(); r != 7 {
 		t.Errorf("rate after a pass %v, want the run-time 7", r)
 	}

@@ -125,11 +125,13 @@ func (o *ownership) run(ctx context.Context) {
 }
 
 // runOnce heartbeats once, waiting for Redis, applies the outcome and
-// returns the wait before the next heartbeat.
-func (o *ownership) runOnce(ctx context.Context) time.Duration {
+// returns when the next heartbeat is due, with the heartbeat's failure.
+func (o *ownership) runOnce(ctx context.Context) pass {
 	out := make(chan beat, 1)
 	o.beat(ctx, out)
-	return o.apply(ctx, <-out)
+	b := <-out
+	wait := o.apply(ctx, b)
+	return pass{err: b.err, next: time.Now().Add(wait)}
 }
 
 // apply acts on one heartbeat's outcome: a failure for a whole TTL stops

@@ -31,8 +31,9 @@ func TestOwnershipRunOnceHeartbeatsAndAppliesTheLiveReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wait := o.runOnce(ctx); wait <= 0 || wait > time.Second {
-		t.Errorf("wait before the next heartbeat %s, want within the interval", wait)
+	p := o.runOnce(ctx)
+	if wait := time.Until(p.next); p.err != nil || wait <= 0 || wait > time.Second {
+		t.Errorf("heartbeat %v, wait before the next %s; want no error, within the interval", p.err, wait)
 	}
 	if len(applied) != 1 || !slices.Equal(applied[0], []string{"a"}) {
 		t.Fatalf("live replicas applied %v, want [[a]]", applied)

@@ -175,28 +175,28 @@ func (r *reaper) reapSafety() time.Duration {
 // run reaps the slots as they fall due until ctx ends.
 func (r *reaper) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		if reaped, first := r.runOnce(ctx); !reaped && !sleep(ctx, time.Until(first), r.schedule.kick) {
+		if p := r.runOnce(ctx); p.done == 0 && !sleep(ctx, time.Until(p.next), r.schedule.kick) {
 			return
 		}
 		// After reaps: they took time, so look at the schedule again.
 	}
 }
 
-// runOnce reaps the slots due now; reaped is false when none was, and
-// first is when the next is due (at the latest in a minute).
-func (r *reaper) runOnce(ctx context.Context) (reaped bool, first time.Time) {
+// runOnce reaps the slots due now: done is how many (0: none was due) and
+// next when the next is due (at the latest in a minute).
+func (r *reaper) runOnce(ctx context.Context) pass {
 	now := time.Now()
 	ks, first := r.schedule.due(now, now.Add(time.Minute))
 	for _, k := range ks {
 		if ctx.Err() != nil {
-			return true, first
+			return pass{done: len(ks), next: first}
 		}
 		r.cursors[k] = r.reap(ctx, k, r.cursors[k])
 	}
 	if len(ks) > 0 {
 		r.passed.signal()
 	}
-	return len(ks) > 0, first
+	return pass{done: len(ks), next: first}
 }
 
 // reap returns expired leases of one slot, advances its sweep and schedules

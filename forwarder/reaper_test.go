@@ -33,8 +33,8 @@ func TestReaperPassReturnsAnExpiredLeaseOfAnAcquiredSlot(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond) // the lease expires: its claimer is gone
 	f.reaps.acquire(slotKey{})
-	if reaped, _ := f.reaper.runOnce(ctx); !reaped {
-		t.Fatal("the pass reaped no slot, want the slot just acquired")
+	if p := f.reaper.runOnce(ctx); p.done != 1 {
+		t.Fatalf("the pass reaped %d slots, want the slot just acquired", p.done)
 	}
 	if n := testutil.ToFloat64(m.Reaped.WithLabelValues("reaped")); n != 1 {
 		t.Errorf("reaped_total %v, want 1", n)
@@ -42,7 +42,7 @@ func TestReaperPassReturnsAnExpiredLeaseOfAnAcquiredSlot(t *testing.T) {
 	if n, err := q.Client().ZCard(ctx, tp.Keys(0).Scheduled).Result(); err != nil || n != 1 {
 		t.Errorf("scheduled set holds %d (%v), want the returned message", n, err)
 	}
-	if reaped, next := f.reaper.runOnce(ctx); reaped || !next.After(time.Now()) {
-		t.Errorf("second pass reaped %v, next at %v; want nothing due until later", reaped, next)
+	if p := f.reaper.runOnce(ctx); p.done != 0 || !p.next.After(time.Now()) {
+		t.Errorf("second pass reaped %d slots, next at %v; want nothing due until later", p.done, p.next)
 	}
 }

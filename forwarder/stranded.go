@@ -3,6 +3,7 @@ package forwarder
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -116,7 +117,8 @@ func (s *strandedSearch) count(ctx context.Context) {
 // runOnce searches every slotted topic, updates the gauge, logs what it
 // found and hands the stranded slots to ownership. A topic whose search
 // failed keeps the slots found before.
-func (s *strandedSearch) runOnce(ctx context.Context) {
+func (s *strandedSearch) runOnce(ctx context.Context) pass {
+	var p pass
 	found := make(map[slotKey]bool, len(s.found))
 	for k := range s.found {
 		found[k] = true
@@ -130,16 +132,19 @@ func (s *strandedSearch) runOnce(ctx context.Context) {
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
-				return
+				return pass{done: p.done, err: ctx.Err()}
 			}
 			s.m.RedisErrs.WithLabelValues("stranded").Inc()
 			s.log.Warn("search for stranded slots failed", "topic", t.Name, "err", err)
+			p.err = errors.Join(p.err, fmt.Errorf("stranded slots of %s: %w", t.Name, err))
 			continue
 		}
 		s.topicFound(ti, slots, found)
+		p.done++
 	}
 	s.found = found
 	s.handOff(ctx, found)
+	return p
 }
 
 // topicFound replaces topic ti's slots in found with slots, sets its gauge
