@@ -110,7 +110,7 @@ type keyspaceConfig struct {
 }
 
 func newKeyspaceWatcher(cfg keyspaceConfig, q *queue.Queue, m *Metrics, log *slog.Logger, topicIndex map[string]int,
-	ks *keyspaceState, wakes *wakeups, reaps *reapSchedule, stats *statsCache) (*keyspaceWatcher, error) {
+	sched schedules) (*keyspaceWatcher, error) {
 	cfg.Events = cmp.Or(cfg.Events, "auto")
 	cfg.Recheck = cmp.Or(cfg.Recheck, keyspaceRecheck)
 	if cfg.Events != "auto" && cfg.Events != "off" {
@@ -119,8 +119,8 @@ func newKeyspaceWatcher(cfg keyspaceConfig, q *queue.Queue, m *Metrics, log *slo
 	if cfg.Recheck <= 0 || cfg.Lease <= 0 {
 		return nil, fmt.Errorf("keyspace watcher: recheck %s, lease %s: want positive durations", cfg.Recheck, cfg.Lease)
 	}
-	return &keyspaceWatcher{q: q, m: m, log: log, cfg: cfg, topicIndex: topicIndex, ks: ks, wakes: wakes, reaps: reaps,
-		stats: stats, stop: func() {}, recheck: make(chan struct{}, 1)}, nil
+	return &keyspaceWatcher{q: q, m: m, log: log, cfg: cfg, topicIndex: topicIndex, ks: sched.ks, wakes: sched.wakes, reaps: sched.reaps,
+		stats: sched.stats, stop: func() {}, recheck: make(chan struct{}, 1)}, nil
 }
 
 // run keeps the mode right until ctx ends.

@@ -31,6 +31,17 @@ type pass struct {
 	next time.Time
 }
 
+// schedules is what the scanners and the loops share about the owned
+// slots' timing, one value passed to each instead of four pointers: the
+// scanners' alarms (wakes), when each slot is reaped next (reaps), the
+// slots' cached stats (stats) and the keyspace mode in force (ks).
+type schedules struct {
+	wakes *wakeups
+	reaps *reapSchedule
+	stats *statsCache
+	ks    *keyspaceState
+}
+
 // service is a background loop: run returns once ctx has ended.
 type service interface {
 	run(ctx context.Context)
