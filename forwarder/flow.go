@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/delaybridge/delaybridge/flowstate"
+	"github.com/delaybridge/delaybridge/sinks"
 )
 
 // Flow control, per topic: a rate limit shared by every replica through
@@ -43,12 +44,6 @@ const (
 	heldRate  = flowstate.HeldRate
 	heldQueue = flowstate.HeldQueue
 )
-
-// queueDepther is a sink that can read the depth of the topic's hold queue
-// (sinks/amqp).
-type queueDepther interface {
-	QueueDepth(ctx context.Context) (int, error)
-}
 
 // flowTopic is one topic's flow control on this replica.
 type flowTopic struct {
@@ -132,7 +127,7 @@ func (ft *flowTopic) depthNow(ctx context.Context) depthReading {
 	if !ft.reading.at.IsZero() && time.Since(ft.reading.at) < depthInterval {
 		return ft.reading
 	}
-	d, ok := ft.t.Sink.(queueDepther)
+	d, ok := ft.t.Sink.(sinks.QueueDepther)
 	r := depthReading{at: time.Now(), unsettled: ft.unsettled.Load()}
 	if !ok {
 		r.depth = 0

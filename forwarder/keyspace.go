@@ -72,15 +72,16 @@ func (k *keyspaceState) pollInterval(poll, safety time.Duration) time.Duration {
 // again, subscribes while the setting delivers sorted-set events, and acts
 // on the notifications (keyEvent).
 type keyspaceWatcher struct {
-	q          *queue.Queue
-	m          *Metrics
-	log        *slog.Logger
-	cfg        keyspaceConfig
-	topicIndex map[string]int
-	ks         *keyspaceState
-	wakes      *wakeups
-	reaps      *reapSchedule
-	stats      *statsCache
+	q   *queue.Queue
+	m   *Metrics
+	log *slog.Logger
+	cfg keyspaceConfig
+	// locate finds the slot of a notified key.
+	locate *queue.KeyLocator
+	ks     *keyspaceState
+	wakes  *wakeups
+	reaps  *reapSchedule
+	stats  *statsCache
 
 	// run's own: the mode the setting allows and why, the subscription's
 	// stop, and the subscription's request to read the setting again.
@@ -109,8 +110,7 @@ type keyspaceConfig struct {
 	PausedChanged func(topic int)
 }
 
-func newKeyspaceWatcher(cfg keyspaceConfig, q *queue.Queue, m *Metrics, log *slog.Logger, topicIndex map[string]int,
-	sched schedules) (*keyspaceWatcher, error) {
+func newKeyspaceWatcher(cfg keyspaceConfig, q *queue.Queue, m *Metrics, log *slog.Logger, sched schedules) (*keyspaceWatcher, error) {
 	cfg.Events = cmp.Or(cfg.Events, "auto")
 	cfg.Recheck = cmp.Or(cfg.Recheck, keyspaceRecheck)
 	if cfg.Events != "auto" && cfg.Events != "off" {
@@ -119,7 +119,7 @@ func newKeyspaceWatcher(cfg keyspaceConfig, q *queue.Queue, m *Metrics, log *slo
 	if cfg.Recheck <= 0 || cfg.Lease <= 0 {
 		return nil, fmt.Errorf("keyspace watcher: recheck %s, lease %s: want positive durations", cfg.Recheck, cfg.Lease)
 	}
-	return &keyspaceWatcher{q: q, m: m, log: log, cfg: cfg, topicIndex: topicIndex, ks: sched.ks, wakes: sched.wakes, reaps: sched.reaps,
+	return &keyspaceWatcher{q: q, m: m, log: log, cfg: cfg, locate: queue.NewKeyLocator(cfg.KeyPrefix, topicsOf(cfg.Topics)), ks: sched.ks, wakes: sched.wakes, reaps: sched.reaps,
 		stats: sched.stats, stop: func() {}, recheck: make(chan struct{}, 1)}, nil
 }
 
@@ -302,12 +302,7 @@ func (w *keyspaceWatcher) keyEvent(ev queue.KeyEvent) {
 		return
 	}
 	w.stats.mark(k)
-	grew := false
-	switch ev.Event {
-	case "zadd", "zincr", "zunionstore", "zinterstore", "zdiffstore", "zrangestore",
-		"rename_to", "restore", "copy_to", "move_to":
-		grew = true
-	}
+	grew := queue.EventAdds(ev.Event)
 	if suffix == ":paused" && w.cfg.PausedChanged != nil {
 		w.cfg.PausedChanged(k.topic)
 	}
@@ -321,37 +316,8 @@ func (w *keyspaceWatcher) keyEvent(ev queue.KeyEvent) {
 }
 
 // slotOfKey finds the topic×slot a key belongs to and which of its keys it
-// is (the part after the slot's base: "" for the scheduled set, ":inflight",
-// …).
+// is (queue.KeyLocator).
 func (w *keyspaceWatcher) slotOfKey(key string) (slotKey, string, bool) {
-	for ti, t := range w.cfg.Topics {
-		if t.Key == "" {
-			continue
-		}
-		k := t.Keys(0)
-		if key == k.Scheduled {
-			return slotKey{ti, 0}, "", true
-		}
-		if rest, ok := strings.CutPrefix(key, strings.TrimSuffix(k.Inflight, ":inflight")); ok && strings.HasPrefix(rest, ":") {
-			return slotKey{ti, 0}, rest, true
-		}
-	}
-	rest, ok := strings.CutPrefix(key, w.cfg.KeyPrefix+":{")
-	if !ok {
-		return slotKey{}, "", false
-	}
-	tag, suffix, ok := strings.Cut(rest, "}")
-	if !ok {
-		return slotKey{}, "", false
-	}
-	i := strings.LastIndexByte(tag, ':')
-	if i < 0 {
-		return slotKey{}, "", false
-	}
-	slot, err := strconv.Atoi(tag[i+1:])
-	ti, known := w.topicIndex[tag[:i]]
-	if err != nil || !known || w.cfg.Topics[ti].Key != "" {
-		return slotKey{}, "", false
-	}
-	return slotKey{ti, slot}, suffix, true
+	p, ok := w.locate.Locate(key)
+	return slotKey{p.Topic, p.Slot}, p.Suffix, ok
 }

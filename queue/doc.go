@@ -16,6 +16,7 @@
 // listing by state), inspect.go (Inspect: one message in any state), find.go
 // (FindMessageID: a member by its MessageID), pause.go (Pause, Resume); wake.go
 // (wake-ups), keyspace.go (keyspace notifications a scanner can sleep on),
+// keyplace.go (KeyLocator: the slot of a notified key; EventAdds),
 // memory.go (Redis's maxmemory and policy, ErrRedisFull), millis.go (scores and times), envelope.go (the
 // envelope codec's names, kept here from package envelope, which owns the
 // format) and message.go (member formats), producer.go (the producer API's types and errors);

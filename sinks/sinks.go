@@ -111,6 +111,13 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// QueueDepther is implemented by sinks that can read the depth of the
+// queue they publish to (the AMQP sink's hold queue): the forwarder's flow
+// control holds a topic while it is deeper than its limit.
+type QueueDepther interface {
+	QueueDepth(ctx context.Context) (int, error)
+}
+
 // Starter is implemented by sinks that can pipeline publishes: the
 // forwarder then starts batch k+1 while the broker still confirms batch k.
 //

@@ -10,7 +10,10 @@ import (
 	"github.com/delaybridge/delaybridge/sinks"
 )
 
-var _ sinks.Checker = (*Sink)(nil)
+var (
+	_ sinks.Checker      = (*Sink)(nil)
+	_ sinks.QueueDepther = (*Sink)(nil)
+)
 
 // CheckDestination (sinks.Checker) reports whether the destination exists,
 // by a passive declare on a short-lived channel of its own: a failed passive
