@@ -192,7 +192,7 @@ func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *bac
 	before := time.Now()
 	// The scanner sleeps at most its poll interval: the claim need not
 	// look for the next score any further (queue.ClaimOptions.NextWithin).
-	c, err := s.store.ClaimWith(cctx, s.topic.Topic, s.slot, queue.ClaimOptions{
+	c, err := s.store.ClaimWith(cctx, s.topic.Topic, s.key.slot, queue.ClaimOptions{
 		Limit: limit, Lease: s.cfg.Lease, Ahead: s.lookAhead(), NextWithin: s.pollInterval(),
 	})
 	after := time.Now()

@@ -98,7 +98,7 @@ func (s *scanner) keepLeases(ctx context.Context) {
 			continue
 		}
 		ectx, cancel := context.WithTimeout(ctx, min(every, redisTimeout))
-		n, err := s.store.Extend(ectx, s.topic.Topic, s.slot, members, lease)
+		n, err := s.store.Extend(ectx, s.topic.Topic, s.key.slot, members, lease)
 		cancel()
 		if err != nil {
 			s.m.RedisErrs.WithLabelValues("extend").Inc()

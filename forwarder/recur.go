@@ -53,7 +53,7 @@ func (s *scanner) settleTicks(ctx context.Context, ticks []string, confirmed boo
 	var st queue.TickSettlement
 	s.redisRetry(ctx, op, func(c context.Context) error {
 		var err error
-		st, err = s.store.SettleTicksAt(c, s.topic.Topic, s.slot, settled, confirmed)
+		st, err = s.store.SettleTicksAt(c, s.topic.Topic, s.key.slot, settled, confirmed)
 		return err
 	})
 	if !st.Earliest.IsZero() { // the next tick waits in this slot: its scanner looks again by then

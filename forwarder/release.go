@@ -69,7 +69,7 @@ func (s *scanner) release(ctx context.Context, members []string, why string) boo
 		return true
 	}
 	ok := s.redisRetry(ctx, "release", func(c context.Context) error {
-		_, err := s.store.Release(c, s.topic.Topic, s.slot, members)
+		_, err := s.store.Release(c, s.topic.Topic, s.key.slot, members)
 		return err
 	})
 	if !ok {

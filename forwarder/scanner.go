@@ -54,11 +54,12 @@ type scanner struct {
 	m     *Metrics
 	// health logs Redis failures as one replica's repeating failures.
 	health *redisHealth
-	topic  Topic
-	slot   int
-	key    slotKey
-	alarm  *alarm
-	in     *inflight
+	// topic is the slot's topic (Options.Topics[key.topic]); key names the
+	// slot.
+	topic Topic
+	key   slotKey
+	alarm *alarm
+	in    *inflight
 	// leases are the claimed batches whose leases keepLeases renews.
 	leases *leases
 	log    *slog.Logger
@@ -103,7 +104,6 @@ func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 		health: f.health,
 		m:      f.m,
 		topic:  t,
-		slot:   k.slot,
 		key:    k,
 		alarm:  a,
 		in:     in,

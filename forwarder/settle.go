@@ -312,7 +312,7 @@ func (s *scanner) record(ctx context.Context, group []*delivery) {
 func (s *scanner) ack(ctx context.Context, st *settlement) {
 	if len(st.acks) > 0 {
 		s.redisRetry(ctx, "ack", func(c context.Context) error {
-			_, err := s.store.AckIDs(c, s.topic.Topic, s.slot, st.acks, st.ackIDs)
+			_, err := s.store.AckIDs(c, s.topic.Topic, s.key.slot, st.acks, st.ackIDs)
 			return err
 		})
 	}
@@ -352,7 +352,7 @@ func (s *scanner) retry(ctx context.Context, failures []queue.Failure, noDestina
 	var outs []queue.Outcome // stays empty if Redis could not be written
 	s.redisRetry(ctx, "retry", func(c context.Context) error {
 		var err error
-		outs, err = s.store.RetryAll(c, s.topic.Topic, s.slot, failures, s.cfg.MaxAttempts)
+		outs, err = s.store.RetryAll(c, s.topic.Topic, s.key.slot, failures, s.cfg.MaxAttempts)
 		return err
 	})
 	// One log line per topic, outcome and interval (internal/logrepeat): a refusal

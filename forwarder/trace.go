@@ -84,7 +84,7 @@ func (s *scanner) kit() *spanKit {
 		attribute.String("messaging.system", dest.System),
 		attribute.String("messaging.destination.name", dest.Name),
 		attribute.String("messaging.operation.type", "send"),
-		attribute.Int(AttrSlot, s.slot))
+		attribute.Int(AttrSlot, s.key.slot))
 	k.slotAttrs = len(k.attrs)
 	s.spans = k
 	return k
@@ -265,7 +265,7 @@ func (s *scanner) traceDead(group []*delivery, failures []queue.Failure, outs []
 		ctx := trace.ContextWithSpanContext(context.Background(), sc)
 		_, span := tr.Start(ctx, "dead-letter "+s.topic.Name, trace.WithAttributes(
 			attribute.String(AttrTopic, s.topic.Name),
-			attribute.Int(AttrSlot, s.slot),
+			attribute.Int(AttrSlot, s.key.slot),
 			attribute.String(AttrReason, failures[i].Reason)))
 		span.SetStatus(codes.Error, failures[i].Reason)
 		span.End()
