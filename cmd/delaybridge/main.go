@@ -1,7 +1,9 @@
 // Command delaybridge moves delayed messages out of Redis sorted sets into
 // RabbitMQ or Kafka when they fall due. `delaybridge run` is the daemon; the
-// other commands schedule, inspect and repair. This package only wires: it
-// loads the configuration, builds the clients and maps errors to exit codes.
+// other commands schedule, inspect and repair. This package wires the daemon
+// (run.go: configuration, clients, the forwarder, intakes and servers) and
+// holds the CLI's commands (cli.go's plumbing, a file per command); what they
+// do to Redis is queue's, membership's and flowstate's.
 package main
 
 import (
