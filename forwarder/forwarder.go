@@ -181,9 +181,9 @@ func New(opt Options) (*Forwarder, error) {
 	return f, nil
 }
 
-// sched is the schedules the scanners and loops share (loops.go).
-func (f *Forwarder) sched() schedules {
-	return schedules{wakes: f.wakes, reaps: f.reaps, stats: f.stats, ks: &f.ks}
+// timers are the slot timers the scanners and loops share (loops.go).
+func (f *Forwarder) timers() slotTimers {
+	return slotTimers{wakes: f.wakes, reaps: f.reaps, stats: f.stats, ks: &f.ks}
 }
 
 // buildServices builds the background services from the options, each
@@ -191,9 +191,9 @@ func (f *Forwarder) sched() schedules {
 func (f *Forwarder) buildServices() error {
 	opt := &f.opt
 	var errs [9]error
-	f.reaper, errs[0] = newReaper(reaperConfig{Topics: opt.Topics, Lease: opt.Lease, Health: f.health}, f.q, f.m, f.log, f.sched())
+	f.reaper, errs[0] = newReaper(reaperConfig{Topics: opt.Topics, Lease: opt.Lease, Health: f.health}, f.q, f.m, f.log, f.timers())
 	f.backlog, errs[1] = newBacklogGauges(backlogConfig{Topics: opt.Topics, Every: opt.BacklogInterval, Owned: f.ownedSlots},
-		f.q, f.m, f.sched())
+		f.q, f.m, f.timers())
 	f.search, errs[2] = newStrandedSearch(strandedConfig{Topics: opt.Topics, Every: opt.StrandedInterval, HandOff: f.setStranded},
 		f.q, f.m, f.log)
 	f.heldReports, errs[3] = newHeldReporter(heldReporterConfig{Replica: opt.ReplicaID, Flows: f.flows}, f.flowState, f.m, f.log)
@@ -203,11 +203,11 @@ func (f *Forwarder) buildServices() error {
 	if f.limits != nil {
 		f.limits.health = f.health
 	}
-	f.wake, errs[6] = newWakeListener(f.q, opt.KeyPrefix, f.topicIndex, f.sched())
+	f.wake, errs[6] = newWakeListener(f.q, opt.KeyPrefix, f.topicIndex, f.timers())
 	f.keyspace, errs[7] = newKeyspaceWatcher(keyspaceConfig{Topics: opt.Topics, KeyPrefix: opt.KeyPrefix, Events: opt.KeyspaceEvents,
 		Recheck: opt.keyspaceRecheck, Lease: opt.Lease, PollInterval: opt.PollInterval, SafetyPoll: opt.KeyspacePollInterval,
 		PausedChanged: f.pausedChanged},
-		f.q, f.m, f.log, f.sched())
+		f.q, f.m, f.log, f.timers())
 	f.ownership, errs[8] = newOwnership(ownershipConfig{Replica: opt.ReplicaID, KeyPrefix: opt.KeyPrefix,
 		Every: opt.HeartbeatInterval, TTL: opt.HeartbeatTTL, SetLive: f.setLive,
 		Scanning: func() bool { return len(f.ownedSlots()) > 0 }, Topics: f.topicNames(), Health: f.health},

@@ -96,7 +96,7 @@ func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 	t := f.opt.Topics[k.topic]
 	log := f.log.With("topic", t.Name, "slot", k.slot)
 	in := newInflight(&f.flows[k.topic].unsettled)
-	opt, sched := &f.opt, f.sched()
+	opt, timers := &f.opt, f.timers()
 	return &scanner{
 		cfg: scannerConfig{Lease: opt.Lease, ShutdownTimeout: opt.ShutdownTimeout, PollInterval: opt.PollInterval,
 			SafetyPoll: opt.KeyspacePollInterval, MaxAttempts: opt.MaxAttempts, Retry: f.retry, Tracing: opt.Tracing},
@@ -111,9 +111,9 @@ func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 		log:    log,
 		budget: &claimBudget{in: in, batch: opt.BatchSize, most: opt.MaxInflightBatches * opt.BatchSize,
 			flow: f.flows[k.topic], fs: f.flowState, health: f.health, topic: t.Topic, m: f.m, log: log, pace: paceOf(t.Topic)},
-		ks:      sched.ks,
-		reaps:   sched.reaps,
-		wakes:   sched.wakes,
+		ks:      timers.ks,
+		reaps:   timers.reaps,
+		wakes:   timers.wakes,
 		repeats: f.repeats,
 	}
 }

@@ -122,11 +122,11 @@ type wakeListener struct {
 	stats      *statsCache
 }
 
-func newWakeListener(q *queue.Queue, prefix string, topicIndex map[string]int, sched schedules) (*wakeListener, error) {
+func newWakeListener(q *queue.Queue, prefix string, topicIndex map[string]int, timers slotTimers) (*wakeListener, error) {
 	if prefix == "" {
 		return nil, errors.New("wake listener: no key prefix")
 	}
-	return &wakeListener{q: q, prefix: prefix, topicIndex: topicIndex, wakes: sched.wakes, stats: sched.stats}, nil
+	return &wakeListener{q: q, prefix: prefix, topicIndex: topicIndex, wakes: timers.wakes, stats: timers.stats}, nil
 }
 
 // run relays the wake-ups until ctx ends.
