@@ -98,7 +98,7 @@ type Options struct {
 
 // Defaults are the values zero Options take: the one place they are
 // written. The daemon's variables (config/env.go) document the same values;
-// TestConfigDefaultsAreTheForwardersDefaults (cmd/delaybridge) fails when
+// TestConfigDefaultsAreTheForwardersDefaults (internal/cli) fails when
 // the two disagree.
 func Defaults() Options {
 	return Options{

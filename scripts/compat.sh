@@ -81,7 +81,7 @@ code=0
 # refuses undeclared keys, internal/luakeys) and the tests that need
 # WAITAOF (make test skips them on a server without it), on this server.
 $GO test $FLAGS -count=1 -timeout 15m ./queue ./flowstate ./internal/luakeys || code=1
-$GO test $FLAGS -count=1 -timeout 15m -run 'WaitAOF' ./cmd/delaybridge || code=1
+$GO test $FLAGS -count=1 -timeout 15m -run 'WaitAOF' ./internal/cli || code=1
 for s in $SUITES; do
 	$GO test $FLAGS -count=1 -timeout 30m -p 1 "./$s/..." || code=1
 done

@@ -66,8 +66,10 @@ var ranks = []struct {
 	{"sinks/...", 5},
 	// Connecting as the configuration says (it reads config).
 	{"redisclient", 6},
+	// The binary's commands: the daemon's wiring and the CLI.
+	{"internal/cli", 7},
 	// main packages: wiring only.
-	{"cmd/...", 7},
+	{"cmd/...", 8},
 	// Test tooling, benches, examples and generators.
 	{"internal/testing/...", tooling},
 	{"internal/layout", tooling},
@@ -153,6 +155,9 @@ func TestImportRuleRefusesTheArrowsTheDesignForbids(t *testing.T) {
 		{"forwarder", "console"},
 		{"internal/backoff", "queue"},
 		{"forwarder", "cmd/delaybridge"},
+		{"internal/cli", "cmd/delaybridge"},
+		{"forwarder", "internal/cli"},
+		{"console", "internal/cli"},
 		{"queue", "internal/testing/redistest"},
 		{"forwarder", "a/package/nobody/placed"},
 		{"queue", "flowstate"},
@@ -178,6 +183,9 @@ func TestImportRuleRefusesTheArrowsTheDesignForbids(t *testing.T) {
 		{"console", "flowstate"},
 		{"console", "internal/flowtext"},
 		{"cmd/delaybridge", "internal/flowtext"},
+		{"cmd/delaybridge", "internal/cli"},
+		{"internal/cli", "forwarder"},
+		{"internal/cli", "redisclient"},
 	} {
 		if ok, why := importAllowed(good[0], good[1]); !ok {
 			t.Errorf("importAllowed(%s -> %s) = false (%s), want true", good[0], good[1], why)

@@ -122,7 +122,7 @@ func TestTLSCertificateProblemsLeaveTheSinkNotConnected(t *testing.T) {
 	}
 }
 
-// tlsSinkFromEnv builds the sink the way cmd/delaybridge does: config.Load
+// tlsSinkFromEnv builds the sink the way the daemon does (internal/cli): config.Load
 // reads the DELAYBRIDGE_* variables (vars, named without the prefix, and a
 // topic publishing to d), the URL's host names the server, and the config
 // package turns the CA, certificate and key files into the tls.Config. It
