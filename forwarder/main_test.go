@@ -3,6 +3,8 @@ package forwarder
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +28,7 @@ func TestMain(m *testing.M) {
 // unique key prefix whose keys are deleted after the test.
 func testRedis(t *testing.T) (*queue.Queue, string) {
 	t.Helper()
+	mustSayRedis(t)
 	rdb, prefix := redistest.New(t)
 	return queue.New(rdb), prefix
 }
@@ -35,6 +38,7 @@ func testRedis(t *testing.T) (*queue.Queue, string) {
 // client's options first.
 func proxiedRedis(t *testing.T, tune func(*redis.Options)) (*faultproxy.Proxy, *redis.Client) {
 	t.Helper()
+	mustSayRedis(t)
 	opt := redistest.Options(t)
 	proxy, err := faultproxy.New(context.Background(), opt.Addr)
 	if err != nil {
@@ -48,6 +52,29 @@ func proxiedRedis(t *testing.T, tune func(*redis.Options)) (*faultproxy.Proxy, *
 	rdb := redis.NewClient(opt)
 	t.Cleanup(func() { rdb.Close() })
 	return proxy, rdb
+}
+
+// mustSayRedis fails a test that needs a live Redis unless its file says so
+// in its name (x_redis_test.go): the forwarder's other tests run against
+// fakes (slotstore_test.go's store, recordSink) with no server at all.
+func mustSayRedis(t *testing.T) {
+	t.Helper()
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		// "…/forwarder.TestX.func1": a subtest's closure is in its test's file.
+		_, name, _ := strings.Cut(f.Function[strings.LastIndex(f.Function, "/")+1:], ".")
+		if strings.HasPrefix(name, "Test") || strings.HasPrefix(name, "Benchmark") || strings.HasPrefix(name, "Fuzz") {
+			if !strings.HasSuffix(f.File, "_redis_test.go") {
+				t.Fatalf("%s needs a live Redis: its file %s must say so (x_redis_test.go)", name, filepath.Base(f.File))
+			}
+			return
+		}
+		if !more {
+			return
+		}
+	}
 }
 
 // published is one message a recordSink confirmed, with the local time.
