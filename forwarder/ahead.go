@@ -76,7 +76,7 @@ func (s *scanner) handOver(ctx context.Context, ahead []aheadClaim, listen bool,
 		if listen {
 			wake = s.alarm.C
 		}
-		if _, alive := sleepOrWake(ctx, time.Until(next), wake); !alive {
+		if _, alive := sleepOrWake(ctx, s.clock, next.Sub(s.clock.Now()), wake); !alive {
 			s.releaseAhead(ctx, ahead)
 			return nil, false
 		}
@@ -87,7 +87,7 @@ func (s *scanner) handOver(ctx context.Context, ahead []aheadClaim, listen bool,
 // handed over in full, and returns when the next waiting message falls due
 // (local time) and its score.
 func (s *scanner) handDue(ahead *[]aheadClaim, handoff func(batch)) (next time.Time, score float64) {
-	now := time.Now()
+	now := s.clock.Now()
 	kept := (*ahead)[:0]
 	for _, h := range *ahead {
 		n := 0

@@ -189,20 +189,20 @@ func (s *scanner) refuse(ctx context.Context, ahead *[]aheadClaim, n int) int {
 func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *backoff.Backoff, ahead *[]aheadClaim, wait bool) (c queue.Claim, claimed bool) {
 	s.alarm.reset()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
-	before := time.Now()
+	before := s.clock.Now()
 	// The scanner sleeps at most its poll interval: the claim need not
 	// look for the next score any further (queue.ClaimOptions.NextWithin).
 	c, err := s.store.ClaimWith(cctx, s.topic.Topic, s.key.slot, queue.ClaimOptions{
 		Limit: limit, Lease: s.cfg.Lease, Ahead: s.lookAhead(), NextWithin: s.pollInterval(),
 	})
-	after := time.Now()
+	after := s.clock.Now()
 	cancel()
 	if err != nil {
 		s.m.RedisErrs.WithLabelValues("claim").Inc()
 		d := retry.Next()
 		s.health.failed(s.topic.Name, "claim failed, retrying with backoff", err)
 		if wait {
-			sleep(ctx, d, nil)
+			s.sleep(ctx, d)
 		}
 		return c, false
 	}
@@ -228,11 +228,11 @@ func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *bac
 func (s *scanner) nap(ctx context.Context, target float64, skew time.Duration) bool {
 	for {
 		at := s.alarm.plan(target)
-		d := time.Until(queue.MillisTime(at).Add(-skew))
+		d := queue.MillisTime(at).Add(-skew).Sub(s.clock.Now())
 		if math.IsInf(at, -1) || d <= 0 {
 			return true
 		}
-		woken, ok := sleepOrWake(ctx, d, s.alarm.C)
+		woken, ok := sleepOrWake(ctx, s.clock, d, s.alarm.C)
 		if !ok {
 			return false
 		}
@@ -264,7 +264,7 @@ const sinkQuietFor = 2 * time.Second
 // within a few tens of milliseconds after the block lifts.
 func (s *scanner) waitSink(ctx context.Context) bool {
 	wait := backoff.New(backoff.Policy{Min: sinkPollMin, Max: sinkPollMax, Jitter: retryJitter})
-	since := time.Now()
+	since := s.clock.Now()
 	logged, blocked := false, ""
 	defer func() {
 		if blocked != "" {
@@ -291,11 +291,11 @@ func (s *scanner) waitSink(ctx context.Context) bool {
 				s.m.SinkBlocked.WithLabelValues(s.topic.Name, reason).Set(1)
 			}
 			wait.Reset()
-		} else if !logged && time.Since(since) > sinkQuietFor {
+		} else if !logged && s.clock.Now().Sub(since) > sinkQuietFor {
 			s.log.Warn("sink not connected, not claiming", "err", err)
 			logged = true
 		}
-		if !sleep(ctx, wait.Next(), nil) {
+		if !s.sleep(ctx, wait.Next()) {
 			return false
 		}
 	}

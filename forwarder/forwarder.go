@@ -23,7 +23,8 @@
 // lease.go (renewing the leases of slow batches) and release.go (the Redis
 // writes every stage shares: redisRetry, and release for members that go
 // back without an attempt). slotstore.go names what the stages do to the
-// slot's keys (the slot scripts in Redis, a fake in unit tests).
+// slot's keys (the slot scripts in Redis, a fake in unit tests), clock.go
+// the scanner's local time (the wall clock, a fake in unit tests).
 //
 // Around the scanners, each background loop is a small service of its own
 // (loops.go: run, runOnce, a constructor with its config): reaper.go
@@ -75,6 +76,9 @@ type Forwarder struct {
 	// slots is what the scanners claim from and settle to: q, or a
 	// test's fake (slotstore.go).
 	slots slotStore
+	// clock is the scanners' local time (clock.go): wallClock, or a
+	// test's fake.
+	clock clock
 	m     *Metrics
 	log   *slog.Logger
 	wakes *wakeups
@@ -157,6 +161,7 @@ func New(opt Options) (*Forwarder, error) {
 		opt:        opt,
 		q:          opt.Queue,
 		slots:      opt.Queue,
+		clock:      wallClock{},
 		flowState:  flowstate.New(opt.Queue),
 		m:          m,
 		log:        opt.Log,

@@ -81,15 +81,15 @@ func (l *leases) stale(cutoff, now time.Time) (members []string, idle bool) {
 func (s *scanner) keepLeases(ctx context.Context) {
 	lease := s.cfg.Lease
 	every := max(lease/3, 10*time.Millisecond)
-	t := time.NewTicker(every)
+	t := s.clock.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
-		now := time.Now()
+		now := s.clock.Now()
 		members, idle := s.leases.stale(now.Add(-every), now)
 		if idle {
 			return

@@ -56,7 +56,7 @@ func (s *scanner) publish(ctx context.Context, b batch) *delivery {
 	d := s.prepare(b)
 	if s.in.stale(b.epoch) {
 		d.unsent = true
-		d.finish(nil)
+		d.finish(s.clock, nil)
 		return d
 	}
 	s.start(ctx, d)
@@ -106,9 +106,9 @@ func (d *delivery) indexID(i int) string {
 	return d.msgs[i].ID
 }
 
-// finish records an answer known without waiting, come now.
-func (d *delivery) finish(err error) {
-	d.came = time.Now()
+// finish records an answer known without waiting, come now on c.
+func (d *delivery) finish(c clock, err error) {
+	d.came = c.Now()
 	d.done = closed
 	d.result = func() error { return err }
 }
@@ -117,14 +117,14 @@ func (d *delivery) finish(err error) {
 // not the moment the settler takes it, which is later while the settler
 // writes earlier answers to Redis: d.done closes once came is set. The
 // goroutine ends with the answer or ctx (the settler's await then ends on
-// ctx too).
-func (d *delivery) stampAnswer(ctx context.Context) {
+// ctx too). came is on c.
+func (d *delivery) stampAnswer(ctx context.Context, c clock) {
 	answered, done := d.done, make(chan struct{})
 	d.done = done
 	go func() {
 		select {
 		case <-answered:
-			d.came = time.Now()
+			d.came = c.Now()
 			close(done)
 		case <-ctx.Done():
 		}
@@ -134,21 +134,21 @@ func (d *delivery) stampAnswer(ctx context.Context) {
 // start hands d to the sink: a sinks.Starter returns once the batch is sent,
 // any other sink once it is confirmed.
 func (s *scanner) start(ctx context.Context, d *delivery) {
-	d.began = time.Now()
+	d.began = s.clock.Now()
 	if len(d.msgs) == 0 {
-		d.finish(nil)
+		d.finish(s.clock, nil)
 		return
 	}
 	d.spans = s.startSpans(d)
 	if st, ok := s.topic.Sink.(sinks.Starter); ok {
 		d.done, d.result = st.Start(ctx, d.msgs)
 		if len(d.vouched) > 0 {
-			d.stampAnswer(ctx)
+			d.stampAnswer(ctx, s.clock)
 		}
 		return
 	}
 	err := s.topic.Sink.Publish(ctx, d.msgs)
-	d.finish(err)
+	d.finish(s.clock, err)
 	if err != nil && anyLost(sinks.Results(err, len(d.msgs))) {
 		s.in.breakOrder() // before the next batch is published
 	}

@@ -25,7 +25,7 @@ const (
 // succeeded. Each try has redisTimeout and outlives ctx, so a write made
 // during shutdown is tried once.
 func (s *scanner) redisRetry(ctx context.Context, op string, fn func(context.Context) error) bool {
-	giveUp := time.Now().Add(s.cfg.Lease / 2)
+	giveUp := s.clock.Now().Add(s.cfg.Lease / 2)
 	wait := backoff.New(backoff.Policy{Min: redisRetryMin, Max: redisRetryMax, Jitter: retryJitter})
 	for {
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
@@ -35,12 +35,12 @@ func (s *scanner) redisRetry(ctx context.Context, op string, fn func(context.Con
 			return true
 		}
 		s.m.RedisErrs.WithLabelValues(op).Inc()
-		if time.Now().After(giveUp) || ctx.Err() != nil {
+		if s.clock.Now().After(giveUp) || ctx.Err() != nil {
 			s.log.Error("redis write failed; the reaper will return these messages after their lease", "op", op, "err", err)
 			return false
 		}
 		s.health.failed(s.topic.Name, "redis write failed, retrying", err)
-		if !sleep(ctx, wait.Next(), nil) {
+		if !s.sleep(ctx, wait.Next()) {
 			return false
 		}
 	}

@@ -51,6 +51,9 @@ type scanner struct {
 	cfg scannerConfig
 	// store is the slot's keys (slotstore.go): Redis, or a test's fake.
 	store slotStore
+	// clock is the scanner's local time (clock.go): the wall clock, or a
+	// test's fake.
+	clock clock
 	m     *Metrics
 	// health logs Redis failures as one replica's repeating failures.
 	health *redisHealth
@@ -101,6 +104,7 @@ func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 		cfg: scannerConfig{Lease: opt.Lease, ShutdownTimeout: opt.ShutdownTimeout, PollInterval: opt.PollInterval,
 			SafetyPoll: opt.KeyspacePollInterval, MaxAttempts: opt.MaxAttempts, Retry: f.retry, Tracing: opt.Tracing},
 		store:  f.slots,
+		clock:  f.clock,
 		health: f.health,
 		m:      f.m,
 		topic:  t,
@@ -167,25 +171,4 @@ func (s *scanner) run(ctx context.Context) {
 		close(work)
 	}
 	<-done
-}
-
-// sleep waits for d, a wake-up or the end of ctx; false when ctx ended.
-func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
-	_, ok := sleepOrWake(ctx, d, wake)
-	return ok
-}
-
-// sleepOrWake waits for d or a wake-up (woken true); ok is false when ctx
-// ended.
-func sleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) (woken, ok bool) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return false, true
-	case <-wake:
-		return true, true
-	case <-ctx.Done():
-		return false, false
-	}
 }

@@ -147,7 +147,7 @@ func (s *scanner) await(ctx context.Context, d *delivery) {
 		err = fmt.Errorf("wait for broker confirms: %w", ctx.Err())
 	}
 	if answered.IsZero() {
-		answered = time.Now()
+		answered = s.clock.Now()
 	}
 	d.answered = d.b.clock.at(answered)
 	if len(d.msgs) == 0 || d.unsent {
@@ -158,7 +158,7 @@ func (s *scanner) await(ctx context.Context, d *delivery) {
 		s.in.breakOrder() // the batches claimed after this one go back too
 	}
 	name := s.topic.Name
-	confirmed := time.Now()
+	confirmed := s.clock.Now()
 	d.spans.end(d.results, confirmed)
 	s.m.Latency.WithLabelValues(name).Observe(confirmed.Sub(d.began).Seconds())
 	lateness := s.m.Lateness.WithLabelValues(name)

@@ -43,11 +43,15 @@ type fakeSlot struct {
 	mostCounted int
 	// settled is signalled after every ack or dead-letter.
 	settled chan struct{}
+	// now is the fake's Redis clock (TIME): time.Now unless a test gives
+	// its fake clock's. extended receives the members of every Extend.
+	now      func() time.Time
+	extended chan []string
 }
 
 func newFakeSlot(members map[string]float64) *fakeSlot {
 	return &fakeSlot{scheduled: members, inflight: map[string]queue.Claimed{}, attempts: map[string]int{},
-		dead: map[string]string{}, settled: make(chan struct{}, 1)}
+		dead: map[string]string{}, settled: make(chan struct{}, 1), now: time.Now, extended: make(chan []string, 16)}
 }
 
 func (f *fakeSlot) signal() {
@@ -65,7 +69,7 @@ func (f *fakeSlot) ClaimWith(_ context.Context, _ queue.Topic, _ int, o queue.Cl
 		return queue.Claim{}, errors.New("fake: claim refused")
 	}
 	f.claims++
-	now := time.Now()
+	now := f.now()
 	horizon := queue.Millis(now.Add(o.Ahead))
 	due := make([]string, 0, len(f.scheduled))
 	for m, sc := range f.scheduled {
@@ -104,6 +108,10 @@ func (f *fakeSlot) Extend(_ context.Context, _ queue.Topic, _ int, members []str
 			n++
 		}
 	}
+	select {
+	case f.extended <- slices.Clone(members):
+	default:
+	}
 	return n, nil
 }
 
@@ -138,7 +146,7 @@ func (f *fakeSlot) RetryAll(_ context.Context, _ queue.Topic, _ int, fs []queue.
 			outs[i] = queue.Dead
 			continue
 		}
-		f.scheduled[fl.Member] = max(cl.Score, queue.Millis(time.Now().Add(fl.Backoff)))
+		f.scheduled[fl.Member] = max(cl.Score, queue.Millis(f.now().Add(fl.Backoff)))
 		outs[i] = queue.Retrying
 	}
 	f.signal()

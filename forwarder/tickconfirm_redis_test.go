@@ -74,7 +74,7 @@ func (r *tickRig) claimFirst(t *testing.T) batch {
 // settler take the answer (await), as settleLoop does before its ack waits.
 func (r *tickRig) confirm(b batch) *delivery {
 	d := r.s.prepare(b)
-	d.finish(nil)
+	d.finish(wallClock{}, nil)
 	r.s.await(context.Background(), d)
 	return d
 }
@@ -166,7 +166,7 @@ func TestTickAnswerIsStampedWhenItComesNotWhenTheSettlerTakesIt(t *testing.T) {
 	defer cancel()
 	sinkDone := make(chan struct{})
 	d := &delivery{done: sinkDone, result: func() error { return nil }, vouched: map[string]bool{"tick": true}}
-	d.stampAnswer(ctx)
+	d.stampAnswer(ctx, wallClock{})
 	close(sinkDone)
 	came := time.Now()
 	const busy = time.Second // the settler writes an earlier group meanwhile
