@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/delaybridge/delaybridge/internal/opstext"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -75,7 +76,7 @@ func classify(err error) *apiError {
 	case errors.Is(err, queue.ErrNotReplicated):
 		return refuse(http.StatusServiceUnavailable, "not_replicated", from(err, queue.ErrNotReplicated))
 	case errors.Is(err, queue.ErrTooFewReplicas):
-		return refuse(http.StatusServiceUnavailable, "too_few_replicas", from(err, queue.ErrTooFewReplicas))
+		return refuse(http.StatusServiceUnavailable, "too_few_replicas", opstext.WithSetting(from(err, queue.ErrTooFewReplicas), err))
 	default:
 		// Redis's own words and the keys they name are the operator's
 		// business, not the client's: fail logs them.

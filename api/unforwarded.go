@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/delaybridge/delaybridge/internal/opstext"
 	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
@@ -34,5 +35,5 @@ func (s *Server) unforwarded(ctx context.Context, t queue.Topic) string {
 		}
 		s.fwd.last, s.fwd.at = f, time.Now()
 	}
-	return s.fwd.last.Unforwarded(t.Name)
+	return opstext.Unforwarded(s.fwd.last, t.Name)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/delaybridge/delaybridge/internal/opstext"
 	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
@@ -70,7 +71,7 @@ func (s *Server) action(name string, a action) http.Handler {
 		msg, err := a.do(ctx, t, f)
 		status := http.StatusOK
 		if err != nil {
-			status, msg = actionStatus(err), err.Error()
+			status, msg = actionStatus(err), opstext.WithSetting(err.Error(), err)
 		} else if dueNow[name] {
 			msg += s.unforwardedNote(ctx, t)
 		}
@@ -118,7 +119,7 @@ var dueNow = map[string]bool{"requeue": true, "reschedule": true, "resume": true
 // one does (or that cannot be read: the action is done either way).
 func (s *Server) unforwardedNote(ctx context.Context, t queue.Topic) string {
 	fw, err := membership.New(s.opts.Queue).Forwarding(ctx, s.opts.Prefix)
-	if w := fw.Unforwarded(t.Name); err == nil && w != "" {
+	if w := opstext.Unforwarded(fw, t.Name); err == nil && w != "" {
 		return " Warning: " + w + "."
 	}
 	return ""
@@ -204,7 +205,7 @@ func (s *Server) pauseKey(ctx context.Context, t queue.Topic, key string, pause 
 	}
 	changed, err := op(ctx, t, key)
 	if errors.Is(err, queue.ErrNotFair) {
-		return "", fmt.Errorf("%w: %w", err, errBadInput)
+		return "", fmt.Errorf("%w: %w", opstext.Wrap(err), errBadInput)
 	}
 	if err != nil {
 		return "", err

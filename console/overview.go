@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/delaybridge/delaybridge/internal/opstext"
 	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
@@ -111,7 +112,7 @@ func (s *Server) readOverview(ctx context.Context) (overview, error) {
 		return overview{}, err
 	}
 	for i, t := range topics {
-		ov.Topics[i].Unforwarded = fw.Unforwarded(t.Name)
+		ov.Topics[i].Unforwarded = opstext.Unforwarded(fw, t.Name)
 	}
 	fw.Live = set.Live
 	ov.Replicas = replicaRows(set, fw, topics, s.opts.OwnershipAll)

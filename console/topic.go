@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/delaybridge/delaybridge/internal/opstext"
 	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
@@ -143,7 +144,7 @@ func (s *Server) topicPage(w http.ResponseWriter, r *http.Request) {
 		Envelope: t.Format == queue.FormatEnvelope, States: []string{"scheduled", "retrying", "inflight", "dead"}}
 	v.DeadTotal = v.Layout.Dead
 	if fw, err := membership.New(s.opts.Queue).Forwarding(ctx, s.opts.Prefix); err == nil {
-		v.Layout.Unforwarded = fw.Unforwarded(t.Name)
+		v.Layout.Unforwarded = opstext.Unforwarded(fw, t.Name)
 	}
 	if flows, err := s.flows(ctx, []queue.Topic{t}); err == nil {
 		v.Layout.Flow = flows[0]

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/delaybridge/delaybridge/internal/opstext"
 	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
@@ -56,7 +57,7 @@ func (f *Forwarder) refreshUnforwarded(ctx context.Context, shown map[string]boo
 	}
 	due := map[string]int64{}
 	for _, t := range ts {
-		if fw.Unforwarded(t.Name) == "" {
+		if !fw.Unforwarded(t.Name) {
 			continue
 		}
 		n, err := f.dueOf(rctx, t)
@@ -74,7 +75,7 @@ func (f *Forwarder) refreshUnforwarded(ctx context.Context, shown map[string]boo
 	}
 	for name, n := range due {
 		if n > 0 && !shown[name] {
-			f.log.Warn(fw.Unforwarded(name), "topic", name, "count", n)
+			f.log.Warn(opstext.Unforwarded(fw, name), "topic", name, "count", n)
 		}
 		f.m.Unforwarded.WithLabelValues(name).Set(float64(n))
 		shown[name] = true

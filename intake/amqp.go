@@ -14,6 +14,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/delaybridge/delaybridge/internal/backoff"
+	"github.com/delaybridge/delaybridge/internal/opstext"
 	"github.com/delaybridge/delaybridge/internal/rawio"
 	"github.com/delaybridge/delaybridge/queue"
 )
@@ -226,7 +227,7 @@ func (a *AMQP) consume(ctx context.Context, deliveries <-chan received) error {
 			continue
 		}
 		wait := slow.Next()
-		a.log.Warn("intake could not schedule; deliveries returned to the queue", "count", len(batch), "retry_in", wait, "err", failed)
+		a.log.Warn("intake could not schedule; deliveries returned to the queue", "count", len(batch), "retry_in", wait, "err", opstext.Wrap(failed))
 		sleep(ctx, wait)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/delaybridge/delaybridge/internal/backoff"
+	"github.com/delaybridge/delaybridge/internal/opstext"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -282,7 +283,7 @@ func (k *Kafka) handle(ctx context.Context, r *kafkago.Reader, batch []kafkago.M
 				return ctx.Err()
 			}
 			wait := slow.Next()
-			k.log.Warn("intake could not schedule; retrying", "count", len(again), "retry_in", wait, "err", failed)
+			k.log.Warn("intake could not schedule; retrying", "count", len(again), "retry_in", wait, "err", opstext.Wrap(failed))
 			sleep(ctx, wait)
 		}
 		pending = again

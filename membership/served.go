@@ -224,38 +224,30 @@ func (f Forwarding) Forwarders(topic string) []string {
 	return out
 }
 
-// Unforwarded says why topic's messages wait for no one, or "" when a live
-// replica forwards it: the warning the CLI, the API and the console give
-// when a message is scheduled to it, and stats beside its overdue figure.
-// With no live replica at all it says nothing: daemons run with
-// DELAYBRIDGE_OWNERSHIP=all do not heartbeat, and a Redis that no daemon
-// serves is what `replicas` reports ("no live replicas").
-func (f Forwarding) Unforwarded(topic string) string {
-	if len(f.Live) == 0 || len(f.Forwarders(topic)) > 0 {
-		return ""
-	}
-	return fmt.Sprintf("no live replica forwards %s: no live daemon (%d live) has %s in its DELAYBRIDGE_TOPICS; its messages wait until one does", topic, len(f.Live), topic)
+// Unforwarded reports whether topic's messages wait for no one: replicas
+// are live and none forwards it (internal/opstext says so to people). With
+// no live replica at all it is false: daemons that scan every slot
+// (OwnershipAll) do not heartbeat, and a Redis that no daemon serves is
+// what `replicas` reports ("no live replicas").
+func (f Forwarding) Unforwarded(topic string) bool {
+	return len(f.Live) > 0 && len(f.Forwarders(topic)) == 0
 }
 
-// WarnUnforwarded is what a front door says after scheduling to t: "" while
-// a live replica forwards it, else why its messages wait
-// (Forwarding.Unforwarded). A topic that is not registered is noted
+// CheckForwarded is what a front door asks after scheduling to t: the
+// replicas' forwarding, which says whether t's messages wait for no one
+// (Forwarding.Unforwarded). Such a topic that is not registered is noted
 // (NoteWaiting), so the daemons' gauge of unforwarded messages counts it.
-func (s *Store) WarnUnforwarded(ctx context.Context, t queue.Topic) (string, error) {
+func (s *Store) CheckForwarded(ctx context.Context, t queue.Topic) (Forwarding, error) {
 	f, err := s.Forwarding(ctx, t.Prefix)
-	if err != nil {
-		return "", err
-	}
-	w := f.Unforwarded(t.Name)
-	if w == "" {
-		return "", nil
+	if err != nil || !f.Unforwarded(t.Name) {
+		return f, err
 	}
 	if _, ok, err := s.q.Layout(ctx, t.Prefix, t.Name); err != nil {
-		return w, err
+		return f, err
 	} else if !ok {
-		return w, s.q.NoteWaiting(ctx, t)
+		return f, s.q.NoteWaiting(ctx, t)
 	}
-	return w, nil
+	return f, nil
 }
 
 // Assign shares the slots of topic among the live replicas that forward it

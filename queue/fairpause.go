@@ -21,7 +21,7 @@ import (
 
 // ErrNotFair: a per-key operation on a topic without fair share
 // (Topic.Fair), which keeps no state per key.
-var ErrNotFair = errors.New("the topic is not fair: a key's pause or rate needs fair share (DELAYBRIDGE_TOPIC_<NAME>_FAIR=true)")
+var ErrNotFair = errors.New("the topic is not fair: a key's pause or rate needs fair share")
 
 // pauseKeyScript pauses one key in one slot.
 //

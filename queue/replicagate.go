@@ -114,9 +114,9 @@ func (g *replicaGate) state(d Durability) Acceptance {
 	case g.err != nil:
 		// Redis unreachable: the write fails on its own; do not hide why.
 	case a.AOFOff:
-		a.Err = fmt.Errorf("%w (DELAYBRIDGE_REDIS_WAIT_AOF=true)", ErrAOFOff)
+		a.Err = ErrAOFOff
 	case g.connected < want:
-		a.Err = fmt.Errorf("%w: %d connected within %ds of lag, %d asked for (DELAYBRIDGE_REDIS_WAIT_REPLICAS)", ErrTooFewReplicas, g.connected, ReplicaMaxLag, want)
+		a.Err = fmt.Errorf("%w: %d connected within %ds of lag, %d asked for", ErrTooFewReplicas, g.connected, ReplicaMaxLag, want)
 	}
 	return a
 }

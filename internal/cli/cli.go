@@ -16,6 +16,7 @@ import (
 
 	"github.com/delaybridge/delaybridge/config"
 	"github.com/delaybridge/delaybridge/flowstate"
+	"github.com/delaybridge/delaybridge/internal/opstext"
 	"github.com/delaybridge/delaybridge/queue"
 	"github.com/delaybridge/delaybridge/redisclient"
 )
@@ -150,6 +151,7 @@ func (c *cli) topics(names []string) ([]queue.Topic, error) {
 // fail prints an error and returns the exit code it deserves: 2 for what the
 // user must change in the command line, 1 for anything else.
 func (c *cli) fail(err error) int {
+	err = opstext.Wrap(err)
 	if usageError(err) {
 		return misused(c.s.err, c.name, err.Error())
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/delaybridge/delaybridge/config"
+	"github.com/delaybridge/delaybridge/internal/opstext"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
@@ -49,7 +50,7 @@ func acceptanceErr(ctx context.Context, q *queue.Queue) error {
 		return nil
 	}
 	if err := q.Acceptance(ctx).Err; err != nil {
-		return fmt.Errorf("acceptance: %w", err)
+		return fmt.Errorf("acceptance: %w", opstext.Wrap(err))
 	}
 	return nil
 }

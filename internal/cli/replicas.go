@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/delaybridge/delaybridge/flowstate"
+	"github.com/delaybridge/delaybridge/internal/opstext"
 	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
@@ -61,7 +62,7 @@ func runReplicas(ctx context.Context, args []string, s stdio) int {
 	}
 	unf := map[string]string{}
 	for _, t := range topics {
-		if w := fw.Unforwarded(t.Name); w != "" {
+		if w := opstext.Unforwarded(fw, t.Name); w != "" {
 			unf[t.Name] = w
 		}
 	}

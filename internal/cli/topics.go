@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/delaybridge/delaybridge/internal/flowtext"
+	"github.com/delaybridge/delaybridge/internal/opstext"
 	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
@@ -215,7 +216,7 @@ func (c *cli) topicNotes(ctx context.Context, registered []queue.Topic) ([]topic
 	seen := map[string]bool{}
 	for _, t := range registered {
 		seen[t.Name] = true
-		if w := f.Unforwarded(t.Name); w != "" {
+		if w := opstext.Unforwarded(f, t.Name); w != "" {
 			out = append(out, topicNote{t.Name, true, w})
 		}
 	}
@@ -225,7 +226,7 @@ func (c *cli) topicNotes(ctx context.Context, registered []queue.Topic) ([]topic
 		}
 		seen[name] = true
 		note := "not registered: no daemon with it in DELAYBRIDGE_TOPICS has started, so nothing forwards it"
-		if w := f.Unforwarded(name); w != "" {
+		if w := opstext.Unforwarded(f, name); w != "" {
 			note = "not registered; " + w
 		}
 		out = append(out, topicNote{name, false, where + note})

@@ -4,17 +4,19 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/delaybridge/delaybridge/internal/opstext"
 	"github.com/delaybridge/delaybridge/membership"
 	"github.com/delaybridge/delaybridge/queue"
 )
 
 // warnUnforwarded tells, on stderr, that t's messages wait because no live
-// replica forwards it (membership.Forwarding.Unforwarded). The message was
+// replica forwards it (internal/opstext.Unforwarded). The message was
 // accepted all the same (exit 0): a daemon with t may be on its way, and
 // scheduling ahead of it is legitimate. A failure to find out says nothing:
 // the message is in Redis, which is what the command was asked.
 func (c *cli) warnUnforwarded(ctx context.Context, t queue.Topic) {
-	if w, _ := membership.New(c.q).WarnUnforwarded(ctx, t); w != "" {
+	f, _ := membership.New(c.q).CheckForwarded(ctx, t)
+	if w := opstext.Unforwarded(f, t.Name); w != "" {
 		fmt.Fprintf(c.s.err, "delaybridge %s: warning: %s\n", c.name, w)
 	}
 }
@@ -28,7 +30,7 @@ func (c *cli) unforwarded(ctx context.Context, topics []queue.Topic) (map[string
 	}
 	out := map[string]string{}
 	for _, t := range topics {
-		if w := f.Unforwarded(t.Name); w != "" {
+		if w := opstext.Unforwarded(f, t.Name); w != "" {
 			out[t.Name] = w
 		}
 	}

@@ -53,8 +53,11 @@ var ranks = []struct {
 	// (queue.FlowKeys): below the forwarder that obeys it and the CLI and
 	// console that show it, and free of their words.
 	{"flowstate", 3},
-	// What flow control says to people, once for the CLI and the console.
+	// What flow control says to people, once for the CLI and the console;
+	// the configuration behind a refusal or a warning, once for every
+	// surface (queue and membership name no variable).
 	{"internal/flowtext", 4},
+	{"internal/opstext", 4},
 	// What uses them: the pipeline, the intake, the configuration, the
 	// console and the HTTP API (queue and flowstate only: never the
 	// forwarder), the sink adapters (sinks, never forwarder).
@@ -166,6 +169,8 @@ func TestImportRuleRefusesTheArrowsTheDesignForbids(t *testing.T) {
 		{"flowstate", "config"},
 		{"internal/flowtext", "console"},
 		{"sinks", "flowstate"},
+		{"queue", "internal/opstext"},
+		{"membership", "internal/opstext"},
 	} {
 		if ok, _ := importAllowed(bad[0], bad[1]); ok {
 			t.Errorf("importAllowed(%s -> %s) = true, want false", bad[0], bad[1])
@@ -184,6 +189,8 @@ func TestImportRuleRefusesTheArrowsTheDesignForbids(t *testing.T) {
 		{"console", "internal/flowtext"},
 		{"cmd/delaybridge", "internal/flowtext"},
 		{"cmd/delaybridge", "internal/cli"},
+		{"api", "internal/opstext"},
+		{"forwarder", "internal/opstext"},
 		{"internal/cli", "forwarder"},
 		{"internal/cli", "redisclient"},
 	} {
