@@ -43,3 +43,14 @@ func TestRefusalsNameNoRedisKey(t *testing.T) {
 		}
 	}
 }
+
+// TestTooFewReplicasNamesTheVariableToLookAt: the queue's refusal names no
+// variable (a Go API program set WithDurability); the API's answer does,
+// at its end, as before the wording left queue.
+func TestTooFewReplicasNamesTheVariableToLookAt(t *testing.T) {
+	err := fmt.Errorf("schedule in dq:{orders:0}: %w: 0 connected within 10s of lag, 1 asked for", queue.ErrTooFewReplicas)
+	ae := classify(err)
+	if want := queue.ErrTooFewReplicas.Error() + ": 0 connected within 10s of lag, 1 asked for (DELAYBRIDGE_REDIS_WAIT_REPLICAS)"; ae.code != "too_few_replicas" || ae.msg != want {
+		t.Errorf("answered %s %q, want too_few_replicas %q", ae.code, ae.msg, want)
+	}
+}
