@@ -26,9 +26,10 @@ type batch struct {
 	// skew is Redis's clock minus the local clock at the claim, so lateness
 	// is measured against the clock that decided the message was due.
 	skew time.Duration
-	// clock reads Redis's clock from the local monotonic one (redisClock):
-	// the ticks' gap rule takes the moment of their confirm from it.
-	clock redisClock
+	// redisClock reads Redis's clock from the local monotonic one: the
+	// ticks' gap rule takes the moment of their confirm from it. (The
+	// scanner's own local time is its clock, clock.go.)
+	redisClock redisClock
 	// epoch is the inflight epoch the claim was made in.
 	epoch uint64
 	// lease is the batch's handle in the scanner's leases, set when it is
@@ -217,7 +218,7 @@ func (s *scanner) claim(ctx context.Context, limit int, epoch uint64, retry *bac
 	if n := len(c.Messages); n > 0 {
 		s.m.Claimed.WithLabelValues(s.topic.Name).Add(float64(n))
 		s.in.add(n)
-		b := batch{claimed: c.Messages, skew: s.skew, clock: redisClock{redis: c.Now, local: after}, epoch: epoch}
+		b := batch{claimed: c.Messages, skew: s.skew, redisClock: redisClock{redis: c.Now, local: after}, epoch: epoch}
 		*ahead = append(*ahead, aheadClaim{batch: b, msgs: b.claimed, now: c.Now, after: after, leased: before})
 	}
 	return c, true

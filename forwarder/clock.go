@@ -11,8 +11,8 @@ import (
 // until a due time are tested without sleeping (clock_test.go). Redis's
 // clock stays Redis's (redisClock reads it from this one). The loops beside
 // the scanners (reaper, backlog, limits, ownership, …), the claim budget's
-// flow-control waits and the reaper schedule a scanner notes run on the
-// wall clock.
+// flow-control waits, the settler's wait before a grouped ack (ackDelay)
+// and the reaper schedule a scanner notes run on the wall clock.
 type clock interface {
 	Now() time.Time
 	// NewTimer fires once, d from now; NewTicker every d.

@@ -149,7 +149,7 @@ func (s *scanner) await(ctx context.Context, d *delivery) {
 	if answered.IsZero() {
 		answered = s.clock.Now()
 	}
-	d.answered = d.b.clock.at(answered)
+	d.answered = d.b.redisClock.at(answered)
 	if len(d.msgs) == 0 || d.unsent {
 		return
 	}

@@ -67,7 +67,7 @@ func (r *tickRig) claimFirst(t *testing.T) batch {
 	if err != nil || len(c.Messages) != 1 || !queue.IsTick(c.Messages[0].Member) {
 		t.Fatalf("claim the first tick: %v, %d messages", err, len(c.Messages))
 	}
-	return batch{claimed: c.Messages, clock: redisClock{redis: c.Now, local: after}}
+	return batch{claimed: c.Messages, redisClock: redisClock{redis: c.Now, local: after}}
 }
 
 // confirm publishes b's tick as confirmed by the broker now, and has the
