@@ -137,8 +137,15 @@ func (l *wakeListener) run(ctx context.Context) {
 }
 
 // relay rings the alarm of the scanner of w's slot, if this replica runs
-// one, and marks the slot's gauges stale.
+// one, and marks the slot's gauges stale. When the subscription was made
+// (again), wake-ups published before it were missed: every scanner looks
+// at once, and every gauge is stale.
 func (l *wakeListener) relay(w queue.Wake) {
+	if w.Subscribed {
+		l.stats.all()
+		l.wakes.all(math.Inf(-1))
+		return
+	}
 	if ti, known := l.topicIndex[w.Topic]; known {
 		k := slotKey{ti, w.Slot}
 		l.stats.mark(k)

@@ -48,3 +48,37 @@ func TestWakeUpRingsItsSlotsAlarmAndMarksItsGauges(t *testing.T) {
 		t.Errorf("stale marks: woken slot %v, other %v; want true, false", dirty, clean)
 	}
 }
+
+// TestSubscribingRingsEverySlotsAlarm: wake-ups published before the
+// listener (re)subscribed were missed, so a Subscribed wake-up rings every
+// scanner for a message due now and forgets every slot's backlog numbers.
+func TestSubscribingRingsEverySlotsAlarm(t *testing.T) {
+	t.Parallel()
+	q, prefix := testRedis(t)
+	tp := queue.Topic{Name: "orders", Prefix: prefix, Slots: 2}
+	f, err := New(Options{Queue: q, Topics: []Topic{{Topic: tp, Sink: newRecordSink()}}, KeyPrefix: prefix, AllSlots: true,
+		Metrics: NewMetrics(prometheus.NewRegistry())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alarms := []*alarm{newAlarm(), newAlarm()}
+	for i, a := range alarms {
+		a.plan(math.Inf(1)) // asleep with nothing planned
+		f.wakes.add(slotKey{0, i}, a)
+	}
+	f.stats.store(slotKey{0, 0}, queue.SlotStats{})
+	f.wake.relay(queue.Wake{Subscribed: true, Score: math.Inf(-1)})
+	for i, a := range alarms {
+		select {
+		case <-a.C:
+		default:
+			t.Errorf("slot %d's alarm did not ring", i)
+		}
+		if got := a.plan(math.Inf(1)); !math.IsInf(got, -1) {
+			t.Errorf("slot %d plans %v, want now (-Inf)", i, got)
+		}
+	}
+	if _, ok := f.stats.reuse(slotKey{0, 0}, true); ok {
+		t.Error("slot 0's backlog numbers were kept after a resubscription")
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/delaybridge/delaybridge/internal/backoff"
 )
 
@@ -25,11 +27,14 @@ func WakeChannel(prefix string) string {
 }
 
 // Wake is one wake-up: slot Slot of topic Topic holds a message due at Score
-// (Unix ms).
+// (Unix ms); or, with Subscribed, the subscription was made (again) and
+// names no slot: wake-ups published before it may have been missed, so every
+// slot may hold a message due now.
 type Wake struct {
-	Topic string
-	Slot  int
-	Score float64
+	Topic      string
+	Slot       int
+	Score      float64
+	Subscribed bool
 }
 
 // Payload is the wake-up as published.
@@ -74,7 +79,8 @@ func ParseWake(payload string) (Wake, error) {
 var wakeRetry = backoff.Policy{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.2}
 
 // Wakes subscribes to WakeChannel(prefix) and delivers every wake-up parsed,
-// until ctx ends; then it closes the channel. A payload whose score alone is
+// and a Subscribed one each time the subscription is made (again), until
+// ctx ends; then it closes the channel. A payload whose score alone is
 // unusable is delivered with Score -Inf (see ParseWake: look at once); other
 // malformed payloads are dropped. When the subscription ends it subscribes
 // again after a wakeRetry back-off. Wake-ups are hints: one missed meanwhile only delays
@@ -109,29 +115,42 @@ func resubscribe[T any](ctx context.Context, relay func(context.Context, chan<- 
 }
 
 // relayWakes runs one subscription: it returns when ctx ends or the
-// subscription's channel closes, reporting whether anything came through it.
-func (q *Queue) relayWakes(ctx context.Context, prefix string, out chan<- Wake) (relayed bool) {
+// subscription's channel closes, reporting whether it was ever confirmed.
+// go-redis makes a dropped subscription again by itself; each confirmation
+// is relayed as a Subscribed wake-up.
+func (q *Queue) relayWakes(ctx context.Context, prefix string, out chan<- Wake) (confirmed bool) {
 	ps := q.rdb.Subscribe(ctx, WakeChannel(prefix))
-	ch := ps.Channel()
+	ch := ps.ChannelWithSubscriptions()
 	defer closeDrained(ps, ch)
 	for {
+		var w Wake
 		select {
 		case <-ctx.Done():
-			return relayed
+			return confirmed
 		case msg, ok := <-ch:
 			if !ok {
-				return relayed
+				return confirmed
 			}
-			relayed = true
-			w, err := ParseWake(msg.Payload)
-			if err != nil && !errors.Is(err, ErrWakeScore) {
+			switch m := msg.(type) {
+			case *redis.Subscription:
+				if m.Kind != "subscribe" {
+					continue
+				}
+				confirmed = true
+				w = Wake{Subscribed: true, Score: math.Inf(-1)}
+			case *redis.Message:
+				var err error
+				if w, err = ParseWake(m.Payload); err != nil && !errors.Is(err, ErrWakeScore) {
+					continue
+				}
+			default:
 				continue
 			}
-			select {
-			case out <- w:
-			case <-ctx.Done():
-				return relayed
-			}
+		}
+		select {
+		case out <- w:
+		case <-ctx.Done():
+			return confirmed
 		}
 	}
 }
