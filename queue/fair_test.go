@@ -545,3 +545,68 @@ func TestRegisterRecordsAFairTopicAndItsChange(t *testing.T) {
 		}
 	}
 }
+
+// TestFairClaimTakesExactlyItsMembersOutOfTheScheduledSet: a key's turn
+// takes its members out of the scheduled set whether they are the set's
+// first (one range removal) or lie between another key's (one by one);
+// what was not taken stays.
+func TestFairClaimTakesExactlyItsMembersOutOfTheScheduledSet(t *testing.T) {
+	t.Parallel()
+	f := newFairFixture(t)
+	now := f.redisNow()
+	// a's due times and b's alternate: a-00000 first, then b-00000, …
+	items := fairItems("a", 10, now-100)
+	for i := range items {
+		items[i].When = At(MillisTime(now - 100 + 2*float64(i)))
+	}
+	bs := fairItems("b", 10, now-99)
+	for i := range bs {
+		bs[i].When = At(MillisTime(now - 99 + 2*float64(i)))
+	}
+	f.scheduleItems(append(items, bs...))
+
+	// Turns of 4, 2, 1 and 1: a's four lie between b's in the scheduled set,
+	// b's two are then its first, a's fifth lies after b's, b's third is
+	// first again.
+	c := f.claim(0, 8, time.Minute)
+	var ids []string
+	for _, m := range f.decode(c) {
+		ids = append(ids, m.ID)
+	}
+	slices.Sort(ids)
+	want := []string{"a-00000", "a-00001", "a-00002", "a-00003", "a-00004", "b-00000", "b-00001", "b-00002"}
+	if diff := cmp.Diff(want, ids); diff != "" {
+		t.Fatalf("claimed (-want +got):\n%s", diff)
+	}
+	left, err := f.rdb.ZRange(f.ctx, f.tp.Keys(0).Scheduled, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leftIDs []string
+	for _, m := range left {
+		msg, err := f.tp.Decode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leftIDs = append(leftIDs, msg.ID)
+	}
+	slices.Sort(leftIDs)
+	var wantLeft []string
+	for i := 3; i < 10; i++ {
+		if i >= 5 {
+			wantLeft = append(wantLeft, fmt.Sprintf("a-%05d", i))
+		}
+		wantLeft = append(wantLeft, fmt.Sprintf("b-%05d", i))
+	}
+	slices.Sort(wantLeft)
+	if diff := cmp.Diff(wantLeft, leftIDs); diff != "" {
+		t.Fatalf("left scheduled (-want +got):\n%s", diff)
+	}
+	if _, err := f.q.Ack(f.ctx, f.tp, 0, members(c)); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.drain(8); len(got) != 12 {
+		t.Fatalf("then delivered %d, want the 12 left", len(got))
+	}
+	f.checkFairEmpty()
+}

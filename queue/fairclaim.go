@@ -82,21 +82,31 @@ local function fair_take(limit, horizon)
         local ms = {}
         for i = 1, #es do ms[i] = string.sub(es[i], skip + 9) end
         local ss = redis.call('ZMSCORE', sched, unpack(ms))
-        local took, tm, te, stop = 0, {}, {}, nil
+        local took, tm, stop = 0, {}, nil
+        -- a burst's members share their score: its bytes are made once
+        local ls, lo = nil, nil
         for i = 1, #es do
           local s = ss[i]
-          if took == q or not s or fnum(s) > horizon or string.sub(es[i], skip + 1, skip + 8) ~= ford(s) then
+          if s and s ~= ls then ls, lo = s, ford(s) end
+          if took == q or not s or fnum(s) > horizon or string.sub(es[i], skip + 1, skip + 8) ~= lo then
             stop = i
             break
           end
           took = took + 1
-          tm[took], te[took] = ms[i], es[i]
+          tm[took] = ms[i]
           out[#out + 1] = ms[i]
           out[#out + 1] = s
         end
         if took > 0 then
-          redis.call('ZREM', fheads, unpack(te))
-          redis.call('ZREM', sched, unpack(tm))
+          -- the entries taken are the first of the key's range in heads
+          redis.call('ZREMRANGEBYLEX', fheads, '[' .. k .. '\0', '[' .. es[took])
+          -- taken in the scheduled set's order: when the first and the
+          -- last are its first and took-th, they are its first took
+          if redis.call('ZRANGE', sched, 0, 0)[1] == tm[1] and (took == 1 or redis.call('ZRANGE', sched, took - 1, took - 1)[1] == tm[took]) then
+            redis.call('ZREMRANGEBYRANK', sched, 0, took - 1)
+          else
+            redis.call('ZREM', sched, unpack(tm))
+          end
           left = left - took
           if tokens then redis.call('HSET', flimits, 'b:' .. k, string.format('%.6f %.0f', tokens - took, now)) end
         end
@@ -162,10 +172,14 @@ local envelopes = ARGV[3] == '1'
 -- (a claim ahead in the middle of a backlog holds the slot's next claim
 -- until it falls due)
 local items, again = fair_take(limit, now)
+-- what the first take returns is due: at now, in the order taken, so
+-- only a claim ahead needs sorting
+local ahead = false
 if not again and #items / 2 < limit and horizon > now then
   local more
   more, again = fair_take(limit - #items / 2, horizon)
   for i = 1, #more do items[#items + 1] = more[i] end
+  ahead = #more > 0
 end
 -- due members keep the order taken (round-robin among keys, due order
 -- within a key); those claimed ahead follow by score
@@ -174,10 +188,12 @@ for i = 1, #items, 2 do
   order[#order + 1] = i
   at[i] = math.max(fnum(items[i + 1]), now)
 end
-table.sort(order, function(a, b)
-  if at[a] ~= at[b] then return at[a] < at[b] end
-  return a < b
-end)
+if ahead then
+  table.sort(order, function(a, b)
+    if at[a] ~= at[b] then return at[a] < at[b] end
+    return a < b
+  end)
+end
 local ms, ss, buried = {}, {}, 0
 for _, i in ipairs(order) do
   local m, s = items[i], items[i + 1]
