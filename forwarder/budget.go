@@ -95,13 +95,13 @@ func (g *claimBudget) admit(ctx context.Context, wait, backlogged bool) (p permi
 }
 
 // sizes are the most one claim takes and the most in flight: batch and
-// most, or on a fair topic as many batches of the paced size.
+// most, or on a fair topic one batch of the paced size (pace.go).
 func (g *claimBudget) sizes() (batch, most int) {
 	if g.pace == nil {
 		return g.batch, g.most
 	}
 	b := g.pace.batch(g.batch)
-	return b, g.most / g.batch * b
+	return b, b
 }
 
 // flowRoom is admit's flow control part, a permit without its epoch: how

@@ -7,18 +7,21 @@ import (
 )
 
 // On a fair topic a backlogged slot sizes its claims by its own drain rate
-// (pace), not by BatchSize: a key whose first message falls due while
-// another key's burst drains waits for what is claimed ahead of it, up to
-// MaxInflightBatches claims in flight, and its message goes out near the
-// front of the next claim (the fair claim returns due members in the order
-// taken). At BatchSize 500 that was up to 1,000 of the burst's messages
-// per slot, ~700 ms on two cores (bench fair-share); a claim of
-// fairClaimTime of the slot's rate keeps the wait near MaxInflightBatches ×
-// fairClaimTime: p99 42-63 ms in five runs, the burst at a median 0.93× a
-// plain topic's rate (8 ms: 48-60 ms at 0.49-0.84×; 25 ms with at least
-// 32: 55-91 ms). A claim is never smaller than fairBatchMin (its round
-// trip and its publish's fixed cost are spread over that many) nor larger
-// than BatchSize.
+// (pace), not by BatchSize, and keeps one of them in flight, not
+// MaxInflightBatches: a key whose first message falls due while another
+// key's burst drains waits for what the slot has claimed ahead of it, and
+// goes out near the front of the next claim (the fair claim returns due
+// members in the order taken). At BatchSize 500 that was up to 1,000 of the
+// burst's messages per slot, ~700 ms on two cores (bench fair-share); a
+// claim of fairClaimTime of the slot's rate keeps the wait near
+// fairClaimTime. Two such claims in flight doubled it (p99 121-141 ms at
+// ~11,000 msg/s, 42-63 ms on a faster day) for no rate: the broker is kept
+// busy by the claim in flight while the next is made, and by the other
+// slots (one in flight: p99 50-53 ms, 0.91-0.99x a plain topic's rate with
+// 8 slots; 32 ms, 0.98x with one). 8 ms claims cost rate (0.49-0.84x). A
+// claim is never smaller than fairBatchMin (its round trip and its
+// publish's fixed cost are spread over that many) nor larger than
+// BatchSize.
 const (
 	fairClaimTime = 15 * time.Millisecond
 	fairBatchMin  = 16

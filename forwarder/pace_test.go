@@ -45,7 +45,8 @@ func TestPaceSizesFairClaimsByTheSlotsDrainRate(t *testing.T) {
 }
 
 // TestOnlyAFairTopicIsPaced: a plain topic claims BatchSize whatever its
-// rate; a fair one starts at fairBatchMin.
+// rate, MaxInflightBatches of them in flight; a fair one starts at
+// fairBatchMin, one claim in flight.
 func TestOnlyAFairTopicIsPaced(t *testing.T) {
 	t.Parallel()
 	plain := claimBudget{batch: 500, most: 1000}
@@ -53,7 +54,7 @@ func TestOnlyAFairTopicIsPaced(t *testing.T) {
 		t.Errorf("plain topic: batch %d, most %d; want 500, 1000", b, m)
 	}
 	fair := claimBudget{batch: 500, most: 1000, pace: &pace{}}
-	if b, m := fair.sizes(); b != fairBatchMin || m != 2*fairBatchMin {
-		t.Errorf("fair topic: batch %d, most %d; want %d, %d", b, m, fairBatchMin, 2*fairBatchMin)
+	if b, m := fair.sizes(); b != fairBatchMin || m != fairBatchMin {
+		t.Errorf("fair topic: batch %d, most %d; want %d, %d", b, m, fairBatchMin, fairBatchMin)
 	}
 }
