@@ -15,13 +15,13 @@ import (
 // burst's messages per slot, ~700 ms on two cores (bench fair-share); a
 // claim of fairClaimTime of the slot's rate keeps the wait near
 // fairClaimTime. Two such claims in flight doubled it (p99 121-141 ms at
-// ~11,000 msg/s, 42-63 ms on a faster day) for no rate: the broker is kept
-// busy by the claim in flight while the next is made, and by the other
-// slots (one in flight: p99 50-53 ms, 0.91-0.99x a plain topic's rate with
-// 8 slots; 32 ms, 0.98x with one). 8 ms claims cost rate (0.49-0.84x). A
-// claim is never smaller than fairBatchMin (its round trip and its
-// publish's fixed cost are spread over that many) nor larger than
-// BatchSize.
+// ~12,000 msg/s, 8 slots) for little rate: the broker is kept busy by the
+// claim in flight while the next is made, and by the other slots (one in
+// flight: p99 42-48 ms, 0.91-1.02x a plain topic's rate in five runs; one
+// slot: 32 ms at 0.98x, two in flight 53 ms at 1.08x). 8 ms claims cost
+// rate (0.49-0.84x). A claim is never smaller than fairBatchMin (its round
+// trip and its publish's fixed cost are spread over that many) nor larger
+// than BatchSize.
 const (
 	fairClaimTime = 15 * time.Millisecond
 	fairBatchMin  = 16
