@@ -66,7 +66,7 @@ type env struct {
 	Topics    string `envconfig:"TOPICS" desc:"comma list of topic names (required); a name is 1 to 100 bytes of ASCII letters, digits, -, _ and ."`
 
 	BatchSize          string `envconfig:"BATCH_SIZE" default:"500" desc:"most messages claimed and published per round trip (1-5000)"`
-	MaxInflightBatches string `envconfig:"MAX_INFLIGHT_BATCHES" default:"2" desc:"claimed batches per slot not yet confirmed (1-64; a fair topic keeps one, smaller): a slow broker slows claiming"`
+	MaxInflightBatches string `envconfig:"MAX_INFLIGHT_BATCHES" default:"2" desc:"claimed batches per slot not yet confirmed (1-64; a backlogged slot of a fair topic keeps one, smaller): a slow broker slows claiming"`
 	Lease              string `envconfig:"LEASE" default:"30s" desc:"how long a claim is held before another replica may take it back"`
 	MaxAttempts        string `envconfig:"MAX_ATTEMPTS" default:"10" desc:"failed publishes before a message goes to the dead set"`
 	RetryBackoff       string `envconfig:"RETRY_BACKOFF" default:"1s" desc:"wait before the first retry; doubles each attempt"`

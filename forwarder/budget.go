@@ -77,7 +77,7 @@ type permit struct {
 // when ctx ended.
 func (g *claimBudget) admit(ctx context.Context, wait, backlogged bool) (p permit, ok bool) {
 	var limit int
-	batch, most := g.sizes()
+	batch, most := g.sizes(backlogged)
 	if wait {
 		if limit, p.epoch, ok = g.in.waitRoom(ctx, batch, most, backlogged); !ok {
 			return p, false
@@ -95,13 +95,17 @@ func (g *claimBudget) admit(ctx context.Context, wait, backlogged bool) (p permi
 }
 
 // sizes are the most one claim takes and the most in flight: batch and
-// most, or on a fair topic one batch of the paced size (pace.go).
-func (g *claimBudget) sizes() (batch, most int) {
+// most, or on a fair topic as many batches of the paced size, and one while
+// the slot is backlogged (pace.go).
+func (g *claimBudget) sizes(backlogged bool) (batch, most int) {
 	if g.pace == nil {
 		return g.batch, g.most
 	}
 	b := g.pace.batch(g.batch)
-	return b, b
+	if backlogged {
+		return b, b
+	}
+	return b, g.most / g.batch * b
 }
 
 // flowRoom is admit's flow control part, a permit without its epoch: how

@@ -8,7 +8,8 @@ import (
 
 // On a fair topic a backlogged slot sizes its claims by its own drain rate
 // (pace), not by BatchSize, and keeps one of them in flight, not
-// MaxInflightBatches: a key whose first message falls due while another
+// MaxInflightBatches (a slot that is not backlogged keeps as many paced
+// claims as that, so a trickle does not wait for confirms): a key whose first message falls due while another
 // key's burst drains waits for what the slot has claimed ahead of it, and
 // goes out near the front of the next claim (the fair claim returns due
 // members in the order taken). At BatchSize 500 that was up to 1,000 of the

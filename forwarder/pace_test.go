@@ -46,15 +46,20 @@ func TestPaceSizesFairClaimsByTheSlotsDrainRate(t *testing.T) {
 
 // TestOnlyAFairTopicIsPaced: a plain topic claims BatchSize whatever its
 // rate, MaxInflightBatches of them in flight; a fair one starts at
-// fairBatchMin, one claim in flight.
+// fairBatchMin, as many in flight, and one while the slot is backlogged.
 func TestOnlyAFairTopicIsPaced(t *testing.T) {
 	t.Parallel()
 	plain := claimBudget{batch: 500, most: 1000}
-	if b, m := plain.sizes(); b != 500 || m != 1000 {
-		t.Errorf("plain topic: batch %d, most %d; want 500, 1000", b, m)
+	for _, backlogged := range []bool{false, true} {
+		if b, m := plain.sizes(backlogged); b != 500 || m != 1000 {
+			t.Errorf("plain topic, backlogged %v: batch %d, most %d; want 500, 1000", backlogged, b, m)
+		}
 	}
 	fair := claimBudget{batch: 500, most: 1000, pace: &pace{}}
-	if b, m := fair.sizes(); b != fairBatchMin || m != fairBatchMin {
-		t.Errorf("fair topic: batch %d, most %d; want %d, %d", b, m, fairBatchMin, fairBatchMin)
+	if b, m := fair.sizes(false); b != fairBatchMin || m != 2*fairBatchMin {
+		t.Errorf("fair topic: batch %d, most %d; want %d, %d", b, m, fairBatchMin, 2*fairBatchMin)
+	}
+	if b, m := fair.sizes(true); b != fairBatchMin || m != fairBatchMin {
+		t.Errorf("fair topic, backlogged: batch %d, most %d; want %d, %d", b, m, fairBatchMin, fairBatchMin)
 	}
 }
