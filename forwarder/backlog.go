@@ -35,12 +35,12 @@ type backlogConfig struct {
 	Owned func() []slotKey
 }
 
-func newBacklogGauges(cfg backlogConfig, q *queue.Queue, m *Metrics, timers slotTimers) (*backlogGauges, error) {
+func newBacklogGauges(cfg backlogConfig, q *queue.Queue, m *Metrics, shared slotShared) (*backlogGauges, error) {
 	every := cmp.Or(cfg.Every, Defaults().BacklogInterval)
 	if every <= 0 || cfg.Owned == nil {
 		return nil, fmt.Errorf("backlog gauges: interval %s, owned slots set %t: want a positive interval and the owned slots", every, cfg.Owned != nil)
 	}
-	return &backlogGauges{q: q, m: m, topics: cfg.Topics, every: every, owned: cfg.Owned, stats: timers.stats, ks: timers.ks}, nil
+	return &backlogGauges{q: q, m: m, topics: cfg.Topics, every: every, owned: cfg.Owned, stats: shared.stats, ks: shared.ks}, nil
 }
 
 // run refreshes the gauges every interval, and at once when slots without

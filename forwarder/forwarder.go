@@ -186,9 +186,10 @@ func New(opt Options) (*Forwarder, error) {
 	return f, nil
 }
 
-// timers are the slot timers the scanners and loops share (loops.go).
-func (f *Forwarder) timers() slotTimers {
-	return slotTimers{wakes: f.wakes, reaps: f.reaps, stats: f.stats, ks: &f.ks}
+// shared is what the scanners and the loops share about the owned slots
+// (loops.go).
+func (f *Forwarder) shared() slotShared {
+	return slotShared{wakes: f.wakes, reaps: f.reaps, stats: f.stats, ks: &f.ks}
 }
 
 // buildServices builds the background services from the options, each
@@ -196,9 +197,9 @@ func (f *Forwarder) timers() slotTimers {
 func (f *Forwarder) buildServices() error {
 	opt := &f.opt
 	var errs [9]error
-	f.reaper, errs[0] = newReaper(reaperConfig{Topics: opt.Topics, Lease: opt.Lease, Health: f.health}, f.q, f.m, f.log, f.timers())
+	f.reaper, errs[0] = newReaper(reaperConfig{Topics: opt.Topics, Lease: opt.Lease, Health: f.health}, f.q, f.m, f.log, f.shared())
 	f.backlog, errs[1] = newBacklogGauges(backlogConfig{Topics: opt.Topics, Every: opt.BacklogInterval, Owned: f.ownedSlots},
-		f.q, f.m, f.timers())
+		f.q, f.m, f.shared())
 	f.search, errs[2] = newStrandedSearch(strandedConfig{Topics: opt.Topics, Every: opt.StrandedInterval, HandOff: f.setStranded},
 		f.q, f.m, f.log)
 	f.heldReports, errs[3] = newHeldReporter(heldReporterConfig{Replica: opt.ReplicaID, Flows: f.flows}, f.flowState, f.m, f.log)
@@ -208,11 +209,11 @@ func (f *Forwarder) buildServices() error {
 	if f.limits != nil {
 		f.limits.health = f.health
 	}
-	f.wake, errs[6] = newWakeListener(f.q, opt.KeyPrefix, f.topicIndex, f.timers())
+	f.wake, errs[6] = newWakeListener(f.q, opt.KeyPrefix, f.topicIndex, f.shared())
 	f.keyspace, errs[7] = newKeyspaceWatcher(keyspaceConfig{Topics: opt.Topics, KeyPrefix: opt.KeyPrefix, Events: opt.KeyspaceEvents,
 		Recheck: opt.keyspaceRecheck, Lease: opt.Lease, PollInterval: opt.PollInterval, SafetyPoll: opt.KeyspacePollInterval,
 		PausedChanged: f.pausedChanged},
-		f.q, f.m, f.log, f.timers())
+		f.q, f.m, f.log, f.shared())
 	f.ownership, errs[8] = newOwnership(ownershipConfig{Replica: opt.ReplicaID, KeyPrefix: opt.KeyPrefix,
 		Every: opt.HeartbeatInterval, TTL: opt.HeartbeatTTL, SetLive: f.setLive,
 		Scanning: func() bool { return len(f.ownedSlots()) > 0 }, Topics: f.topicNames(), Health: f.health},

@@ -110,7 +110,7 @@ type keyspaceConfig struct {
 	PausedChanged func(topic int)
 }
 
-func newKeyspaceWatcher(cfg keyspaceConfig, q *queue.Queue, m *Metrics, log *slog.Logger, timers slotTimers) (*keyspaceWatcher, error) {
+func newKeyspaceWatcher(cfg keyspaceConfig, q *queue.Queue, m *Metrics, log *slog.Logger, shared slotShared) (*keyspaceWatcher, error) {
 	cfg.Events = cmp.Or(cfg.Events, "auto")
 	cfg.Recheck = cmp.Or(cfg.Recheck, keyspaceRecheck)
 	if cfg.Events != "auto" && cfg.Events != "off" {
@@ -119,8 +119,8 @@ func newKeyspaceWatcher(cfg keyspaceConfig, q *queue.Queue, m *Metrics, log *slo
 	if cfg.Recheck <= 0 || cfg.Lease <= 0 {
 		return nil, fmt.Errorf("keyspace watcher: recheck %s, lease %s: want positive durations", cfg.Recheck, cfg.Lease)
 	}
-	return &keyspaceWatcher{q: q, m: m, log: log, cfg: cfg, locate: queue.NewKeyLocator(cfg.KeyPrefix, topicsOf(cfg.Topics)), ks: timers.ks, wakes: timers.wakes, reaps: timers.reaps,
-		stats: timers.stats, stop: func() {}, recheck: make(chan struct{}, 1)}, nil
+	return &keyspaceWatcher{q: q, m: m, log: log, cfg: cfg, locate: queue.NewKeyLocator(cfg.KeyPrefix, topicsOf(cfg.Topics)), ks: shared.ks, wakes: shared.wakes, reaps: shared.reaps,
+		stats: shared.stats, stop: func() {}, recheck: make(chan struct{}, 1)}, nil
 }
 
 // run keeps the mode right until ctx ends.

@@ -31,11 +31,11 @@ type pass struct {
 	next time.Time
 }
 
-// slotTimers is what the scanners and the loops share about the owned
-// slots' timing, one value passed to each instead of four pointers: the
+// slotShared is what the scanners and the loops share about the owned
+// slots, one value passed to each instead of four pointers: the
 // scanners' alarms (wakes), when each slot is reaped next (reaps), the
 // slots' cached stats (stats) and the keyspace mode in force (ks).
-type slotTimers struct {
+type slotShared struct {
 	wakes *wakeups
 	reaps *reapSchedule
 	stats *statsCache

@@ -150,7 +150,7 @@ type reaperConfig struct {
 	Health *redisHealth
 }
 
-func newReaper(cfg reaperConfig, q *queue.Queue, m *Metrics, log *slog.Logger, timers slotTimers) (*reaper, error) {
+func newReaper(cfg reaperConfig, q *queue.Queue, m *Metrics, log *slog.Logger, shared slotShared) (*reaper, error) {
 	lease := cmp.Or(cfg.Lease, Defaults().Lease)
 	if lease <= 0 {
 		return nil, fmt.Errorf("reaper: lease %s: want a positive duration", lease)
@@ -158,7 +158,7 @@ func newReaper(cfg reaperConfig, q *queue.Queue, m *Metrics, log *slog.Logger, t
 	if cfg.Health == nil {
 		cfg.Health = newRedisHealth(logrepeat.New(log, 0), log, 0)
 	}
-	return &reaper{q: q, m: m, log: log, health: cfg.Health, topics: cfg.Topics, lease: lease, schedule: timers.reaps, wakes: timers.wakes, ks: timers.ks,
+	return &reaper{q: q, m: m, log: log, health: cfg.Health, topics: cfg.Topics, lease: lease, schedule: shared.reaps, wakes: shared.wakes, ks: shared.ks,
 		cursors: map[slotKey]string{}}, nil
 }
 

@@ -99,7 +99,7 @@ func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 	t := f.opt.Topics[k.topic]
 	log := f.log.With("topic", t.Name, "slot", k.slot)
 	in := newInflight(&f.flows[k.topic].unsettled)
-	opt, timers := &f.opt, f.timers()
+	opt, shared := &f.opt, f.shared()
 	return &scanner{
 		cfg: scannerConfig{Lease: opt.Lease, ShutdownTimeout: opt.ShutdownTimeout, PollInterval: opt.PollInterval,
 			SafetyPoll: opt.KeyspacePollInterval, MaxAttempts: opt.MaxAttempts, Retry: f.retry, Tracing: opt.Tracing},
@@ -115,9 +115,9 @@ func (f *Forwarder) newScanner(k slotKey, a *alarm) *scanner {
 		log:    log,
 		budget: &claimBudget{in: in, batch: opt.BatchSize, most: opt.MaxInflightBatches * opt.BatchSize,
 			flow: f.flows[k.topic], fs: f.flowState, health: f.health, topic: t.Topic, m: f.m, log: log, pace: paceOf(t.Topic)},
-		ks:      timers.ks,
-		reaps:   timers.reaps,
-		wakes:   timers.wakes,
+		ks:      shared.ks,
+		reaps:   shared.reaps,
+		wakes:   shared.wakes,
 		repeats: f.repeats,
 	}
 }

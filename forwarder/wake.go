@@ -122,11 +122,11 @@ type wakeListener struct {
 	stats      *statsCache
 }
 
-func newWakeListener(q *queue.Queue, prefix string, topicIndex map[string]int, timers slotTimers) (*wakeListener, error) {
+func newWakeListener(q *queue.Queue, prefix string, topicIndex map[string]int, shared slotShared) (*wakeListener, error) {
 	if prefix == "" {
 		return nil, errors.New("wake listener: no key prefix")
 	}
-	return &wakeListener{q: q, prefix: prefix, topicIndex: topicIndex, wakes: timers.wakes, stats: timers.stats}, nil
+	return &wakeListener{q: q, prefix: prefix, topicIndex: topicIndex, wakes: shared.wakes, stats: shared.stats}, nil
 }
 
 // run relays the wake-ups until ctx ends.
