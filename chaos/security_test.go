@@ -34,9 +34,9 @@ var daemonCommands = []string{
 	"scan",                                     // the search for stranded slots
 	"exists",                                   // ack: does the slot still have the old :ids hash
 	"zrevrange", "zrevrangebyscore", "pexpire", // the rate limiter; the latest due time
-	"zscan",                  // a lookup by id's bounded fallback (an index entry of the previous version, many leases)
-	"hgetall",                // the heartbeat's read of the topics each replica forwards (small: a field per replica)
-	"zincrby", "zrangebylex", // fair share: a key's turn, a key's earliest messages
+	"zscan",                                    // a lookup by id's bounded fallback (an index entry of the previous version, many leases)
+	"hgetall",                                  // the heartbeat's read of the topics each replica forwards (small: a field per replica)
+	"zincrby", "zrangebylex", "zremrangebylex", // fair share: a key's turn, a key's earliest messages, those taken
 }
 
 // daemonACL creates user with only the daemon's keys, channel and commands.
