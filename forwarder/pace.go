@@ -18,7 +18,7 @@ import (
 // fairClaimTime. Two such claims in flight doubled it (p99 121-141 ms at
 // ~12,000 msg/s, 8 slots) for little rate: the broker is kept busy by the
 // claim in flight while the next is made, and by the other slots (one in
-// flight: p99 42-48 ms, 0.91-1.02x a plain topic's rate in five runs; one
+// flight: p99 42-52 ms, 0.88-1.08x a plain topic's rate in ten runs; one
 // slot: 32 ms at 0.98x, two in flight 53 ms at 1.08x). 8 ms claims cost
 // rate (0.49-0.84x). A claim is never smaller than fairBatchMin (its round
 // trip and its publish's fixed cost are spread over that many) nor larger
