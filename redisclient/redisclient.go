@@ -10,19 +10,35 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/delaybridge/delaybridge/config"
 	"github.com/delaybridge/delaybridge/internal/rawio"
 )
 
-// Options are r's go-redis options with the dialer every connection uses.
+// Options are r's go-redis options with the dialer every connection uses,
+// and go-redis's maintenance notifications off (see NoMaintNotifications).
 func Options(r config.Redis) (*redis.UniversalOptions, error) {
 	o, err := r.Options()
 	if err != nil {
 		return nil, err
 	}
 	o.Dialer = dialer(o.DialTimeout, o.TLSConfig)
+	o.MaintNotificationsConfig = NoMaintNotifications()
 	return o, nil
+}
+
+// NoMaintNotifications turns off go-redis's maintenance notifications (a
+// Redis Enterprise and Cloud handshake that open-source Redis and Valkey
+// refuse). In its default auto mode every new connection tries the
+// handshake, and the first refusal rewrites the mode in a configuration
+// that a client's Pub/Sub connections share with its pool without a common
+// lock: go-redis v9.23.0's data race, seen by the race detector in CI when
+// the wake-up subscription and a pooled connection started together. The
+// daemon does not use the notifications (a Redis that goes away is retried
+// and failed over by its own rules), so no connection asks.
+func NoMaintNotifications() *maintnotifications.Config {
+	return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 }
 
 // New connects to Redis as r describes. The caller closes the client.

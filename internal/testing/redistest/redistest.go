@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // EnvURL names the variable that points the tests at another Redis.
@@ -46,6 +47,9 @@ func Options(tb testing.TB) *redis.Options {
 	if err != nil {
 		tb.Fatalf("parse %s %q: %v", EnvURL, URL(), err)
 	}
+	// as the daemon's clients (redisclient.NoMaintNotifications): go-redis's
+	// auto mode races between a client's Pub/Sub and pooled connections
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	return opt
 }
 
