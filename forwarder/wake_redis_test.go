@@ -14,13 +14,7 @@ import (
 // slot's backlog numbers stale; one for an unknown topic does nothing.
 func TestWakeUpRingsItsSlotsAlarmAndMarksItsGauges(t *testing.T) {
 	t.Parallel()
-	q, prefix := testRedis(t)
-	tp := queue.Topic{Name: "orders", Prefix: prefix, Slots: 2}
-	f, err := New(Options{Queue: q, Topics: []Topic{{Topic: tp, Sink: newRecordSink()}}, KeyPrefix: prefix, AllSlots: true,
-		Metrics: NewMetrics(prometheus.NewRegistry())})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newWakeForwarder(t)
 	woken, other := newAlarm(), newAlarm()
 	woken.plan(math.Inf(1)) // both scanners sleep with nothing planned
 	other.plan(math.Inf(1))
@@ -54,13 +48,7 @@ func TestWakeUpRingsItsSlotsAlarmAndMarksItsGauges(t *testing.T) {
 // scanner for a message due now and forgets every slot's backlog numbers.
 func TestSubscribingRingsEverySlotsAlarm(t *testing.T) {
 	t.Parallel()
-	q, prefix := testRedis(t)
-	tp := queue.Topic{Name: "orders", Prefix: prefix, Slots: 2}
-	f, err := New(Options{Queue: q, Topics: []Topic{{Topic: tp, Sink: newRecordSink()}}, KeyPrefix: prefix, AllSlots: true,
-		Metrics: NewMetrics(prometheus.NewRegistry())})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newWakeForwarder(t)
 	alarms := []*alarm{newAlarm(), newAlarm()}
 	for i, a := range alarms {
 		a.plan(math.Inf(1)) // asleep with nothing planned
@@ -81,4 +69,18 @@ func TestSubscribingRingsEverySlotsAlarm(t *testing.T) {
 	if _, ok := f.stats.reuse(slotKey{0, 0}, true); ok {
 		t.Error("slot 0's backlog numbers were kept after a resubscription")
 	}
+}
+
+// newWakeForwarder is a forwarder, not started, of a 2-slot topic
+// "orders" that owns every slot.
+func newWakeForwarder(t *testing.T) *Forwarder {
+	t.Helper()
+	q, prefix := testRedis(t)
+	tp := queue.Topic{Name: "orders", Prefix: prefix, Slots: 2}
+	f, err := New(Options{Queue: q, Topics: []Topic{{Topic: tp, Sink: newRecordSink()}}, KeyPrefix: prefix, AllSlots: true,
+		Metrics: NewMetrics(prometheus.NewRegistry())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
